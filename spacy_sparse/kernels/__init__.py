@@ -1,0 +1,1 @@
+"""numba kernels: the only place per-token work happens."""

@@ -1,0 +1,161 @@
+"""The engine every task shares: prefix scoring over ordered templates, the
+margin test of dynamic feature selection, and the prefix-hinge update.
+
+A task kernel (sequence.py for taggers, later a parser's) computes a feature
+key per template for its current decision and calls these pieces; tasks
+differ only in how keys are made, which actions are valid and what a decision
+does to the state.
+"""
+import numpy as np
+from numba import njit
+
+from .hashing import table_find, table_slot
+
+NEG_INF = np.float32(-3.0e38)
+
+
+@njit(cache=True, nogil=True)
+def add_row(scores, W, row):
+    if row >= 0:
+        for y in range(scores.shape[0]):
+            scores[y] += W[row, y]
+
+
+@njit(cache=True, nogil=True)
+def best_valid(scores, valid):
+    """Index of the best valid label (first on ties), or -1 if none is valid."""
+    best = -1
+    best_val = NEG_INF
+    for y in range(scores.shape[0]):
+        if valid[y] and (best < 0 or scores[y] > best_val):
+            best = y
+            best_val = scores[y]
+    return best
+
+
+@njit(cache=True, nogil=True)
+def leads_by(scores, valid, margin):
+    """True when the best valid label leads every other valid label by margin."""
+    first = NEG_INF
+    second = NEG_INF
+    n = 0
+    for y in range(scores.shape[0]):
+        if valid[y]:
+            n += 1
+            v = scores[y]
+            if v > first:
+                second = first
+                first = v
+            elif v > second:
+                second = v
+    if n <= 1:
+        return True
+    return first - second >= margin
+
+
+@njit(cache=True, nogil=True)
+def loss_augmented(scores, valid, gold, margin):
+    """argmax_y' scores[y'] - margin * [y' == gold] over valid labels.
+
+    It differs from gold exactly when gold does not lead by the margin, i.e.
+    when the hinge h(P, gold) of Strubell et al. (2015) is positive.
+    """
+    best = -1
+    best_val = NEG_INF
+    for y in range(scores.shape[0]):
+        if valid[y]:
+            v = scores[y] - margin if y == gold else scores[y]
+            if best < 0 or v > best_val:
+                best = y
+                best_val = v
+    return best
+
+
+@njit(cache=True, nogil=True)
+def find_row(tab_keys, tab_rows, tab_off, t, key):
+    off = tab_off[t]
+    return table_find(tab_keys, tab_rows, off, tab_off[t + 1] - off, key)
+
+
+@njit(cache=True, nogil=True)
+def ensure_row(tab_keys, tab_rows, tab_off, tab_count, row_tpl, n_rows, t, key):
+    """Row of (template t, key), made on first update. Python reserved room
+    for it beforehand (SparseLinearModel.reserve), so this never overflows."""
+    off = tab_off[t]
+    slot = table_slot(tab_keys, off, tab_off[t + 1] - off, key)
+    if tab_keys[slot] == key:
+        return tab_rows[slot]
+    row = n_rows[0]
+    n_rows[0] += 1
+    tab_keys[slot] = key
+    tab_rows[slot] = row
+    tab_count[t] += 1
+    row_tpl[row] = t
+    return row
+
+
+@njit(cache=True, nogil=True)
+def apply_update(W, U, row, gold, wrong, step):
+    """Perceptron step on one feature row. U accumulates step-weighted
+    updates so the average of all past weights is W - U / n_steps, kept
+    without touching rows that are not updated."""
+    W[row, gold] += 1.0
+    W[row, wrong] -= 1.0
+    U[row, gold] += step
+    U[row, wrong] -= step
+
+
+# Training objectives (the `objective` argument of the training kernels).
+PREFIX_TRUNCATED = 0  # Strubell et al. (2015) §4.4 as written: stop at i*
+FULL = 1              # classic perceptron on the whole score (the baseline)
+PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop
+
+
+@njit(cache=True, nogil=True)
+def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
+                      W, U, tab_keys, tab_rows, tab_off, tab_count, row_tpl,
+                      n_rows, step, viol_t, viol_y):
+    """Score templates in order for one decision, update, and return the
+    label predicted from the scores computed.
+
+    PREFIX_TRUNCATED: prefixes are scored until gold leads by the margin;
+    every prefix i before that point adds its hinge update (gold up, the
+    loss-augmented argmax down) to templates 1..i.
+    PREFIX_ALL: the same hinge for every prefix 1..T, whether or not an
+    earlier one already had gold ahead by the margin.
+    FULL: one hinge update of all templates on the complete score (margin 0
+    is the plain perceptron).
+    `rows` receives the row of each template's feature (-1: unknown).
+    """
+    n_tpl = keys.shape[0]
+    scores[:] = 0.0
+    n_viol = 0
+    for t in range(n_tpl):
+        rows[t] = find_row(tab_keys, tab_rows, tab_off, t, keys[t])
+        add_row(scores, W, rows[t])
+        if objective != FULL and gold >= 0:
+            y = loss_augmented(scores, valid, gold, margin)
+            if y == gold:
+                if objective == PREFIX_TRUNCATED:
+                    break
+                continue
+            viol_t[n_viol] = t
+            viol_y[n_viol] = y
+            n_viol += 1
+    pred = best_valid(scores, valid)
+    if gold < 0:
+        return pred
+    if objective == FULL:
+        y = loss_augmented(scores, valid, gold, margin)
+        if y != gold:
+            viol_t[0] = n_tpl - 1
+            viol_y[0] = y
+            n_viol = 1
+    for v in range(n_viol):
+        for t in range(viol_t[v] + 1):
+            r = rows[t]
+            if r < 0:
+                r = ensure_row(tab_keys, tab_rows, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
+                rows[t] = r
+            apply_update(W, U, r, gold, viol_y[v], step)
+    return pred

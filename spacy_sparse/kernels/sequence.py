@@ -1,0 +1,104 @@
+"""Greedy left-to-right labelling of whole batches of docs (tagging; NER
+adds a validity mask over label transitions).
+
+The state of a sequence task is the position and the labels predicted so
+far; its atoms are lexical attributes around the position and earlier
+labels; `allowed[prev + 1, y]` says whether label y may follow label prev
+(row 0: the start of a doc).
+"""
+import numpy as np
+from numba import njit
+
+from .hashing import PAD_LEFT, PAD_RIGHT, mix
+from .scoring import add_row, best_valid, find_row, leads_by, prefix_train_step
+
+
+@njit(cache=True, nogil=True)
+def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, pred):
+    """Feature key of template t at token i of the doc [start, end)."""
+    h = seeds[t]
+    for a in range(atom_off[t], atom_off[t + 1]):
+        p = i + atom_pos[a]
+        src = atom_src[a]
+        if p < start:
+            v = PAD_LEFT + np.uint64(start - p)
+        elif p >= end:
+            v = PAD_RIGHT + np.uint64(p - end)
+        elif src >= 0:
+            v = lex[lex_rows[p], src]
+        else:
+            v = np.uint64(pred[p] + 1)
+        h = mix(h, v)
+    if h == 0:
+        h = np.uint64(1)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos,
+                     tab_off, tab_keys, tab_rows, W, allowed, margin,
+                     pred, used):
+    """Label every token; stop adding templates once the best valid label
+    leads by `margin` (margin < 0: always use all templates).
+
+    Writes the label into pred and the number of templates scored into used.
+    """
+    n_tpl = seeds.shape[0]
+    scores = np.zeros(W.shape[1], dtype=np.float32)
+    for d in range(doc_off.shape[0] - 1):
+        start = doc_off[d]
+        end = doc_off[d + 1]
+        for i in range(start, end):
+            prev = pred[i - 1] + 1 if i > start else 0
+            valid = allowed[prev]
+            scores[:] = 0.0
+            n = 0
+            for t in range(n_tpl):
+                key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                   lex_rows, lex, pred)
+                add_row(scores, W, find_row(tab_keys, tab_rows, tab_off, t, key))
+                n += 1
+                if margin >= 0.0 and leads_by(scores, valid, margin):
+                    break
+            pred[i] = best_valid(scores, valid)
+            used[i] = n
+
+
+@njit(cache=True, nogil=True)
+def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom_pos,
+                   tab_off, tab_keys, tab_rows, tab_count, row_tpl, n_rows,
+                   W, U, step, allowed, margin, objective, pred):
+    """One online pass over a batch: predict each token greedily (history
+    from the model's own predictions) and update. Returns the number of
+    tokens with a gold label that were predicted wrongly.
+
+    `step` (float64[1]) counts decisions seen so far, for averaging.
+    """
+    n_tpl = seeds.shape[0]
+    keys = np.zeros(n_tpl, dtype=np.uint64)
+    rows = np.zeros(n_tpl, dtype=np.int64)
+    viol_t = np.zeros(n_tpl, dtype=np.int64)
+    viol_y = np.zeros(n_tpl, dtype=np.int64)
+    scores = np.zeros(W.shape[1], dtype=np.float32)
+    errors = 0
+    for d in range(doc_off.shape[0] - 1):
+        start = doc_off[d]
+        end = doc_off[d + 1]
+        for i in range(start, end):
+            prev = pred[i - 1] + 1 if i > start else 0
+            valid = allowed[prev]
+            g = gold[i]
+            if g >= 0 and not valid[g]:
+                g = -1
+            for t in range(n_tpl):
+                keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                       lex_rows, lex, pred)
+            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
+                                  W, U, tab_keys, tab_rows, tab_off, tab_count, row_tpl,
+                                  n_rows, step[0], viol_t, viol_y)
+            pred[i] = p
+            if g >= 0:
+                step[0] += 1.0
+                if p != g:
+                    errors += 1
+    return errors

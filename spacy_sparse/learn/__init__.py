@@ -1,0 +1,1 @@
+"""Training procedures that work on a SparseLinearModel."""

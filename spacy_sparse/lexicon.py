@@ -1,0 +1,121 @@
+"""Lexical atoms per word type, computed once and looked up by numba.
+
+Every lexical atom (lowercase form, affixes, shape, flags) depends on the
+word form only, so a table keyed by the ORTH hash holds one row of atom
+values per word type. A batch maps its tokens' ORTH hashes to rows in a
+kernel; only word types never seen before go through Python, once.
+
+Values are spaCy string hashes (stable across processes), so a model
+trained in one process reads the same atoms in another.
+
+Thread safety: readers take a snapshot of (keys, rows, values) without a
+lock; a writer adds new word types under a lock and publishes a new
+snapshot, never mutating one a reader might hold.
+"""
+import threading
+from typing import Tuple
+
+import numpy as np
+from spacy.strings import get_string_id
+from spacy.vocab import Vocab
+
+from .kernels.hashing import capacity_for, fill_tables, find_many
+from .templates import LEX_ATTRS
+
+# Past this many word types the cache starts afresh, so streaming a huge
+# corpus keeps memory bounded.
+MAX_TYPES = 2_000_000
+
+
+def _hash(text: str) -> int:
+    return get_string_id(text) if text else 0
+
+
+def lexical_atoms(vocab: Vocab, text: str) -> Tuple[int, ...]:
+    """Atom values of one word form, in the column order of LEX_ATTRS."""
+    lex = vocab[text]
+    digit = any(c.isdigit() for c in text)
+    values = {
+        "orth": _hash(text),
+        "lower": _hash(text.lower()),
+        "norm": lex.norm,
+        "shape": lex.shape,
+        "is_title": int(text.istitle()),
+        "is_upper": int(text.isupper()),
+        "like_num": int(lex.like_num),
+        "has_hyphen": int("-" in text),
+        "has_digit": int(digit),
+        "is_punct": int(lex.is_punct),
+    }
+    for k in (1, 2, 3, 4):
+        values[f"pre{k}"] = _hash(text[:k])
+        values[f"suf{k}"] = _hash(text[-k:])
+    return tuple(values[name] for name in LEX_ATTRS)
+
+
+class Lexicon:
+    """ORTH hash -> row of lexical atom values, grown on demand."""
+
+    def __init__(self, vocab: Vocab):
+        self.vocab = vocab
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        cap = 1024
+        self._n = 0
+        self._snapshot = (
+            np.zeros(cap, dtype=np.uint64),
+            np.full(cap, -1, dtype=np.int32),
+            np.zeros((cap // 2 + 1, len(LEX_ATTRS)), dtype=np.uint64),
+        )
+
+    def __len__(self) -> int:
+        return self._n
+
+    def lookup(self, orths: np.ndarray):
+        """Rows for ORTH hashes, adding unseen word types. Returns the rows
+        and the value table they index (a consistent snapshot)."""
+        orths = np.ascontiguousarray(orths, dtype=np.uint64)
+        keys, rows, values = self._snapshot
+        out = np.empty(orths.shape[0], dtype=np.int32)
+        if find_many(keys, rows, keys.shape[0], orths, out) == 0:
+            return out, values
+        with self._lock:
+            keys, rows, values = self._snapshot
+            if find_many(keys, rows, keys.shape[0], orths, out) > 0:
+                self._add(np.unique(orths[out < 0]))
+                keys, rows, values = self._snapshot
+                find_many(keys, rows, keys.shape[0], orths, out)
+        return out, values
+
+    def _add(self, new_orths: np.ndarray) -> None:
+        """Add word types under the lock. Rows and keys are written in place
+        when there is room (value rows first, then keys, so readers of the
+        current snapshot never see a half-added type); growing publishes new
+        arrays instead."""
+        if self._n + len(new_orths) > MAX_TYPES:
+            self._reset()
+        keys, rows, values = self._snapshot
+        strings = self.vocab.strings
+        fresh = np.array([lexical_atoms(self.vocab, strings[int(o)]) for o in new_orths],
+                         dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
+        n_old, n_new = self._n, self._n + len(new_orths)
+        if n_new + 1 > values.shape[0]:
+            grown = np.zeros((2 * (n_new + 1), values.shape[1]), dtype=np.uint64)
+            grown[: n_old + 1] = values[: n_old + 1]
+            values = grown
+        values[n_old + 1 : n_new + 1] = fresh
+        new_keys = np.where(new_orths == 0, np.uint64(1), new_orths).astype(np.uint64)
+        new_rows = np.arange(n_old + 1, n_new + 1, dtype=np.int32)
+        if 2 * n_new + 2 > keys.shape[0]:
+            used = keys != 0
+            new_keys = np.concatenate([keys[used], new_keys])
+            new_rows = np.concatenate([rows[used], new_rows])
+            cap = capacity_for(2 * n_new)
+            keys = np.zeros(cap, dtype=np.uint64)
+            rows = np.full(cap, -1, dtype=np.int32)
+        off = np.array([0, keys.shape[0]], dtype=np.int64)
+        fill_tables(np.zeros(len(new_keys), dtype=np.int32), new_keys, new_rows, off, keys, rows)
+        self._n = n_new
+        self._snapshot = (keys, rows, values)

@@ -1,0 +1,247 @@
+"""SparseLinearModel: one weight table per template, rows of label weights.
+
+Tables live in flat numpy arrays (see kernels/hashing.py): template t owns the
+slots [tab_off[t], tab_off[t+1]) of `tab_keys`/`tab_rows`, and its rows point
+into the weight matrix `W` (n_rows x n_labels). Training keeps `U`, the
+step-weighted sum of updates, so that the averaged perceptron weights
+`W - U / steps` are available at any time without a copy per step.
+
+Only averaged weights are written to disk, as a compact per-row sparse
+layout; loading rebuilds the hash tables.
+"""
+import threading
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .kernels.hashing import capacity_for, fill_tables, rehash
+from .templates import Template, compile_templates, parse_templates
+
+FORMAT_NAME = "spacy-sparse-linear"
+FORMAT_VERSION = 1
+
+
+class SparseLinearModel:
+    """Templated sparse linear scorer over a fixed label set."""
+
+    def __init__(self, templates: Sequence[str], labels: Sequence[str]):
+        self.templates: List[Template] = parse_templates(templates)
+        self.labels: List[str] = list(labels)
+        seeds, atom_off, atom_src, atom_pos = compile_templates(self.templates)
+        self.seeds = seeds
+        self.atom_off = atom_off
+        self.atom_src = atom_src
+        self.atom_pos = atom_pos
+        n_tpl = len(self.templates)
+        self.tab_off = np.arange(n_tpl + 1, dtype=np.int64) * 8
+        self.tab_keys = np.zeros(int(self.tab_off[-1]), dtype=np.uint64)
+        self.tab_rows = np.full(int(self.tab_off[-1]), -1, dtype=np.int32)
+        self.tab_count = np.zeros(n_tpl, dtype=np.int64)
+        self.n_rows = np.zeros(1, dtype=np.int64)
+        n_labels = max(1, len(self.labels))
+        self.W = np.zeros((16, n_labels), dtype=np.float32)
+        self.U = np.zeros((16, n_labels), dtype=np.float64)
+        self.row_tpl = np.zeros(16, dtype=np.int32)
+        self.steps = np.zeros(1, dtype=np.float64)
+        self._averaged: Optional[np.ndarray] = None
+        self._lock = threading.Lock()
+
+    # ---- shape -----------------------------------------------------------
+    @property
+    def template_names(self) -> List[str]:
+        return [t.name for t in self.templates]
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.labels)
+
+    def reserve(self, n_new: int) -> None:
+        """Make room for n_new more features in every table before a
+        training kernel runs, so kernels never need to grow arrays."""
+        need = self.tab_count + n_new
+        caps = np.diff(self.tab_off)
+        if np.any(2 * need + 2 > caps):
+            new_caps = np.array([max(c, capacity_for(int(n))) for c, n in zip(caps, need)], dtype=np.int64)
+            self._relayout(new_caps)
+        rows_needed = int(self.n_rows[0]) + n_new * len(self.templates)
+        if rows_needed > self.W.shape[0]:
+            cap = max(rows_needed, 2 * self.W.shape[0])
+            self.W = _grow(self.W, cap)
+            self.U = _grow(self.U, cap)
+            self.row_tpl = _grow(self.row_tpl, cap)
+
+    def _relayout(self, caps: np.ndarray) -> None:
+        new_off = np.zeros(len(caps) + 1, dtype=np.int64)
+        new_off[1:] = np.cumsum(caps)
+        keys = np.zeros(int(new_off[-1]), dtype=np.uint64)
+        rows = np.full(int(new_off[-1]), -1, dtype=np.int32)
+        rehash(self.tab_keys, self.tab_rows, self.tab_off, new_off, keys, rows)
+        self.tab_off, self.tab_keys, self.tab_rows = new_off, keys, rows
+
+    # ---- weights -----------------------------------------------------------
+    def changed(self) -> None:
+        """Call after training touched W/U: drops the cached average."""
+        self._averaged = None
+
+    def averaged(self) -> np.ndarray:
+        """Averaged weights for prediction (computed once per change)."""
+        avg = self._averaged
+        if avg is None:
+            with self._lock:
+                avg = self._averaged
+                if avg is None:
+                    n = int(self.n_rows[0])
+                    if self.steps[0] > 0:
+                        avg = (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
+                    else:
+                        avg = self.W[:n].copy()
+                    if avg.shape[0] == 0:
+                        avg = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
+                    self._averaged = avg
+        return avg
+
+    def finalize_average(self) -> None:
+        """Make the averaged weights the current weights (ends averaging)."""
+        avg = self.averaged()
+        n = int(self.n_rows[0])
+        self.W[:n] = avg[:n]
+        self.U[:n] = 0.0
+        self.steps[0] = 0.0
+        self.changed()
+
+    # ---- statistics ----------------------------------------------------------
+    def stats(self) -> Dict[str, Any]:
+        avg = self.averaged()[: int(self.n_rows[0])]
+        nz_rows = np.any(avg != 0, axis=1) if avg.size else np.zeros(0, dtype=bool)
+        per_tpl = np.bincount(self.row_tpl[: avg.shape[0]][nz_rows], minlength=len(self.templates))
+        nz = avg[avg != 0]
+        return {
+            "templates": int(np.count_nonzero(per_tpl)),
+            "templates_total": len(self.templates),
+            "labels": self.n_labels,
+            "features": int(self.n_rows[0]),
+            "nonzero_features": int(nz_rows.sum()),
+            "nonzero_weights": int(nz.size),
+            "distinct_weights": int(np.unique(nz).size),
+            "bytes": len(_dumps(self.to_dict())),
+            "features_per_template": {t.name: int(c) for t, c in zip(self.templates, per_tpl)},
+        }
+
+    # ---- serialization ---------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        """Averaged weights, nonzero rows only, each row as (label, value) pairs."""
+        n = int(self.n_rows[0])
+        avg = self.averaged()[:n]
+        keys_of_row = np.zeros(n, dtype=np.uint64)
+        used = self.tab_keys != 0
+        keys_of_row[self.tab_rows[used]] = self.tab_keys[used]
+        keep = np.flatnonzero(np.any(avg != 0, axis=1)) if n else np.zeros(0, dtype=np.int64)
+        # group rows by template so a reader sees the template of each feature
+        keep = keep[np.argsort(self.row_tpl[keep], kind="stable")]
+        sub = avg[keep]
+        r_idx, y_idx = np.nonzero(sub)
+        indptr = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r_idx, minlength=len(keep)), out=indptr[1:])
+        label_dtype = np.uint8 if self.n_labels <= 256 else np.uint16
+        return {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "templates": self.template_names,
+            "labels": list(self.labels),
+            "feature_template": self.row_tpl[keep].astype(np.int32),
+            "feature_key": keys_of_row[keep],
+            "row_ptr": indptr,
+            "row_label": y_idx.astype(label_dtype),
+            "row_value": sub[r_idx, y_idx].astype(np.float32),
+        }
+
+    @classmethod
+    def from_dict(cls, msg: Any) -> "SparseLinearModel":
+        """Rebuild a model from `to_dict` output; any mismatch is a ValueError."""
+        _check_format(msg)
+        model = cls(msg["templates"], msg["labels"])
+        n_tpl, n_labels = len(model.templates), len(model.labels)
+        tpl = _array(msg, "feature_template", (np.int32,), 1)
+        keys = _array(msg, "feature_key", (np.uint64,), 1)
+        ptr = _array(msg, "row_ptr", (np.int64,), 1)
+        lab = _array(msg, "row_label", (np.uint8, np.uint16), 1)
+        val = _array(msg, "row_value", (np.float32,), 1)
+        n = tpl.shape[0]
+        if keys.shape[0] != n or ptr.shape[0] != n + 1 or lab.shape[0] != val.shape[0]:
+            raise ValueError("Corrupt model: feature arrays disagree in length")
+        if n and (tpl.min() < 0 or tpl.max() >= n_tpl):
+            raise ValueError("Corrupt model: a feature names a template that does not exist")
+        if ptr[0] != 0 or ptr[-1] != lab.shape[0] or np.any(np.diff(ptr) < 0):
+            raise ValueError("Corrupt model: row pointers are not a valid index")
+        if lab.size and int(lab.max()) >= n_labels:
+            raise ValueError("Corrupt model: a weight names a label that does not exist")
+        if np.any(keys == 0) or not np.all(np.isfinite(val)):
+            raise ValueError("Corrupt model: invalid feature keys or weights")
+        caps = np.array([capacity_for(int(c)) for c in np.bincount(tpl, minlength=n_tpl)], dtype=np.int64)
+        model.tab_off = np.zeros(n_tpl + 1, dtype=np.int64)
+        model.tab_off[1:] = np.cumsum(caps)
+        model.tab_keys = np.zeros(int(model.tab_off[-1]), dtype=np.uint64)
+        model.tab_rows = np.full(int(model.tab_off[-1]), -1, dtype=np.int32)
+        fill_tables(tpl, keys, np.arange(n, dtype=np.int32), model.tab_off, model.tab_keys, model.tab_rows)
+        if np.count_nonzero(model.tab_keys) != n:
+            raise ValueError("Corrupt model: duplicate features")
+        model.tab_count = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
+        cap = max(16, n)
+        model.W = np.zeros((cap, max(1, n_labels)), dtype=np.float32)
+        rows = np.repeat(np.arange(n), np.diff(ptr))
+        model.W[rows, lab.astype(np.int64)] = val
+        model.U = np.zeros_like(model.W, dtype=np.float64)
+        model.row_tpl = np.zeros(cap, dtype=np.int32)
+        model.row_tpl[:n] = tpl
+        model.n_rows[0] = n
+        return model
+
+    def to_bytes(self) -> bytes:
+        return _dumps(self.to_dict())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "SparseLinearModel":
+        return cls.from_dict(_loads(data))
+
+
+def _grow(arr: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n,) + arr.shape[1:], dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+def _dumps(msg: Dict[str, Any]) -> bytes:
+    import srsly
+
+    return srsly.msgpack_dumps(msg)
+
+
+def _loads(data: bytes) -> Any:
+    import srsly
+
+    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) == 0:
+        raise ValueError("Not a spacy-sparse model: empty or not bytes")
+    try:
+        return srsly.msgpack_loads(bytes(data))
+    except Exception as err:  # msgpack raises several unrelated types
+        raise ValueError(f"Not a spacy-sparse model, or the file is truncated/corrupt ({type(err).__name__}: {err})") from None
+
+
+def _check_format(msg: Any) -> None:
+    if not isinstance(msg, dict) or msg.get("format") != FORMAT_NAME:
+        raise ValueError(f"Not a spacy-sparse model: expected format {FORMAT_NAME!r}")
+    if msg.get("version") != FORMAT_VERSION:
+        raise ValueError(
+            f"Unsupported spacy-sparse model version {msg.get('version')!r}; this build reads version {FORMAT_VERSION}"
+        )
+    if not isinstance(msg.get("templates"), list) or not all(isinstance(t, str) for t in msg["templates"]):
+        raise ValueError("Corrupt model: 'templates' must be a list of strings")
+    if not isinstance(msg.get("labels"), list) or not all(isinstance(t, str) for t in msg["labels"]):
+        raise ValueError("Corrupt model: 'labels' must be a list of strings")
+
+
+def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int) -> np.ndarray:
+    arr = msg.get(name)
+    if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.dtype not in [np.dtype(d) for d in dtypes]:
+        raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
+    return arr

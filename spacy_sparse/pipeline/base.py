@@ -1,0 +1,302 @@
+"""What every sparse component shares: the weight model, the lexicon, the
+runtime margin, batching docs into arrays, serialization and pickling.
+
+A task subclass says which kernel labels a batch, how gold labels are read
+from examples, and how predictions are written onto docs.
+"""
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import srsly
+from spacy import util
+from spacy.attrs import ORTH
+from spacy.errors import Errors
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Model
+
+from ..lexicon import Lexicon
+from ..model import SparseLinearModel
+from ..templates import apply_order, parse_templates
+
+from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED
+
+MODES = {"prefix": PREFIX_ALL, "dynamic": PREFIX_TRUNCATED, "full": FULL}
+
+
+def _no_forward(model, X, is_train):
+    raise NotImplementedError("spacy-sparse components score with numba kernels, not a thinc network")
+
+
+def placeholder_model() -> Model:
+    """A parameter-free thinc Model: spaCy's loop wants `pipe.model` to be a
+    Model, but the weights of a sparse component live in SparseLinearModel."""
+    return Model("sparse_linear", _no_forward)
+
+
+def check_margin(value: Any, what: str = "margin") -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be None or a non-negative number, got {value!r}")
+    return float(value)
+
+
+class DocBatch:
+    """Tokens of several docs as flat arrays (the kernels' input)."""
+
+    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon):
+        lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.doc_off[1:])
+        self.n_tokens = int(self.doc_off[-1])
+        if self.n_tokens:
+            orths = np.concatenate([doc.to_array(ORTH) for doc in docs if len(doc)])
+        else:
+            orths = np.zeros(0, dtype=np.uint64)
+        self.lex_rows, self.lex = lexicon.lookup(orths)
+
+
+class SparsePipe(TrainablePipe):
+    """Base of the sparse components (not registered itself)."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        name: str,
+        *,
+        templates: List[str],
+        margin: Optional[float],
+        train_margin: float,
+        mode: str,
+        scorer: Optional[Callable],
+        **extra_cfg: Any,
+    ):
+        parse_templates(templates)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+        self.vocab = vocab
+        self.name = name
+        self.model = placeholder_model()
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "templates": list(templates),
+            "margin": check_margin(margin),
+            "train_margin": check_margin(train_margin, "train_margin"),
+            "mode": mode,
+            "labels": [],
+            **extra_cfg,
+        }
+        if self.cfg["train_margin"] is None:
+            raise ValueError("train_margin must be a non-negative number")
+        self.sparse: Optional[SparseLinearModel] = None
+        self.lexicon = Lexicon(vocab)
+        self._stats_lock = threading.Lock()
+        self.reset_usage()
+
+    # ---- runtime knobs ---------------------------------------------------------
+    @property
+    def margin(self) -> Optional[float]:
+        """Stop adding templates once the best label leads by this much;
+        None scores all templates (slowest, most accurate)."""
+        return self.cfg["margin"]
+
+    @margin.setter
+    def margin(self, value: Optional[float]) -> None:
+        self.cfg["margin"] = check_margin(value)
+
+    @property
+    def objective(self) -> int:
+        return MODES[self.cfg["mode"]]
+
+    def reset_usage(self) -> None:
+        self.usage = {"tokens": 0, "templates": 0}
+
+    def _record_usage(self, used: np.ndarray) -> None:
+        with self._stats_lock:
+            self.usage["tokens"] += int(used.shape[0])
+            self.usage["templates"] += int(used.sum())
+
+    @property
+    def templates_per_token(self) -> float:
+        u = self.usage
+        return u["templates"] / u["tokens"] if u["tokens"] else 0.0
+
+    # ---- labels ------------------------------------------------------------------
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        if self.sparse is not None:
+            return tuple(self.sparse.labels)
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        return list(self.labels)
+
+    def add_label(self, label: str) -> int:
+        if not isinstance(label, str) or not label:
+            raise ValueError(Errors.E187)
+        if label in self.labels:
+            return 0
+        if self.sparse is not None:
+            raise ValueError(
+                f"Cannot add label {label!r} to the trained component {self.name!r}: "
+                "re-initialize it with the new label set"
+            )
+        self.cfg["labels"].append(label)
+        return 1
+
+    def _require_model(self) -> SparseLinearModel:
+        if self.sparse is None:
+            raise ValueError(
+                f"The component {self.name!r} has no weights yet: train it, call "
+                "nlp.initialize(), or load a trained pipeline"
+            )
+        return self.sparse
+
+    def _build_model(self, labels: Sequence[str], order: Optional[Any]) -> None:
+        templates = list(self.cfg["templates"])
+        if order is not None:
+            if isinstance(order, (str, Path)):
+                order = srsly.read_json(util.ensure_path(order))
+            if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
+                raise ValueError("A template ordering must be a JSON list of template names")
+            templates = apply_order(templates, order)
+            self.cfg["templates"] = templates
+        if not labels:
+            raise ValueError(f"No labels for {self.name!r}: the training data has no annotation it could learn")
+        self.cfg["labels"] = list(labels)
+        self.sparse = SparseLinearModel(templates, labels)
+        self._labels_changed()
+
+    def _labels_changed(self) -> None:
+        """Hook: a subclass caches label-derived arrays here."""
+
+    # ---- training -----------------------------------------------------------------
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp=None,
+        labels: Optional[Sequence[str]] = None,
+        order: Optional[Any] = None,
+    ) -> None:
+        """Collect labels (or take `labels`, e.g. from `spacy init labels`),
+        put templates in `order` (an ordering file path or list) and make an
+        empty model."""
+        validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
+        if labels is None:
+            labels = self._labels_from(get_examples())
+        self._build_model(list(labels), order)
+
+    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
+        raise NotImplementedError
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd=None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """One online pass of the component's learner over the batch; the
+        loss is the number of wrong decisions. `drop` and `sgd` are accepted
+        for spaCy's loop and unused: the learner is its own optimizer."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, f"{type(self).__name__}.update")
+        model = self._require_model()
+        if not examples:
+            return losses
+        losses[self.name] += float(self._train_batch(model, examples))
+        model.changed()
+        return losses
+
+    def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
+        raise NotImplementedError
+
+    def finish_update(self, sgd=None) -> None:
+        """Nothing to do: `update` already applied the learner's step."""
+
+    def get_loss(self, examples, scores):
+        raise NotImplementedError("Sparse components compute their loss inside update()")
+
+    # ---- serialization ---------------------------------------------------------------
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        data: Dict[str, Any] = {"cfg": srsly.json_dumps(self.cfg)}
+        if self.sparse is not None and "model" not in exclude:
+            data["model"] = self.sparse.to_bytes()
+        return srsly.msgpack_dumps(data)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "SparsePipe":
+        try:
+            data = srsly.msgpack_loads(bytes_data)
+        except Exception as err:
+            raise ValueError(f"Cannot load {self.name!r}: not spacy-sparse component bytes ({err})") from None
+        if not isinstance(data, dict) or "cfg" not in data:
+            raise ValueError(f"Cannot load {self.name!r}: not spacy-sparse component bytes")
+        self._load_cfg(srsly.json_loads(data["cfg"]))
+        if "model" in data and "model" not in exclude:
+            self._load_model(data["model"])
+        return self
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        path = util.ensure_path(path)
+        serializers = {"cfg": lambda p: srsly.write_json(p, self.cfg)}
+        if self.sparse is not None:
+            serializers["model"] = lambda p: p.write_bytes(self.sparse.to_bytes())
+        util.to_disk(path, serializers, exclude)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SparsePipe":
+        path = util.ensure_path(path)
+
+        def load_cfg(p: Path) -> None:
+            try:
+                cfg = srsly.read_json(p)
+            except Exception as err:
+                raise ValueError(f"Cannot read the config of {self.name!r} at {p}: {err}") from None
+            self._load_cfg(cfg)
+
+        def load_model(p: Path) -> None:
+            if p.exists():
+                self._load_model(p.read_bytes(), where=str(p))
+
+        util.from_disk(path, {"cfg": load_cfg, "model": load_model}, exclude)
+        return self
+
+    def _load_cfg(self, cfg: Any) -> None:
+        if not isinstance(cfg, dict):
+            raise ValueError(f"Cannot load {self.name!r}: its cfg is not an object")
+        cfg = dict(cfg)
+        if "margin" in cfg:
+            cfg["margin"] = check_margin(cfg["margin"])
+        self.cfg.update(cfg)
+
+    def _load_model(self, data: bytes, where: str = "bytes") -> None:
+        try:
+            model = SparseLinearModel.from_bytes(data)
+        except ValueError as err:
+            raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
+        self.sparse = model
+        self.cfg["templates"] = model.template_names
+        self.cfg["labels"] = list(model.labels)
+        self._labels_changed()
+
+    # ---- pickling (nlp objects are pickled for multiprocessing) -------------------------
+    def __reduce__(self):
+        return (_unpickle_pipe, (type(self), self.vocab, self.name, self.scorer, self.to_bytes()))
+
+
+def _unpickle_pipe(cls, vocab, name, scorer, data):
+    cfg = srsly.json_loads(srsly.msgpack_loads(data)["cfg"])
+    kwargs = {k: v for k, v in cfg.items() if k != "labels"}
+    pipe = cls(vocab, name, scorer=scorer, **kwargs)
+    pipe.from_bytes(data)
+    return pipe

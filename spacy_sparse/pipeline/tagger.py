@@ -1,0 +1,184 @@
+"""`sparse_tagger`: a greedy left-to-right tagger over feature templates with
+dynamic feature selection (Strubell et al. 2015)."""
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+import numpy as np
+from spacy.attrs import POS, TAG
+from spacy.language import Language
+from spacy.parts_of_speech import IDS as UPOS_IDS
+from spacy.scorer import Scorer
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import registry
+from spacy.vocab import Vocab
+
+from ..kernels.sequence import predict_sequence, train_sequence
+from ..model import SparseLinearModel
+from .base import DocBatch, SparsePipe
+
+ANNOTATE = {"tag": TAG, "pos": POS}
+
+DEFAULT_TAGGER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
+    "annotate": "tag",
+    "margin": None,
+    "train_margin": 50.0,
+    "mode": "prefix",
+    "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_tagger",
+    assigns=["token.tag", "token.pos"],
+    default_config=DEFAULT_TAGGER_CONFIG,
+    default_score_weights={"tag_acc": 1.0, "pos_acc": None},
+)
+def make_sparse_tagger(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    annotate: str,
+    margin: Optional[float],
+    train_margin: float,
+    mode: str,
+    scorer: Optional[Callable],
+) -> "SparseTagger":
+    """Create a sparse tagger.
+
+    templates (List[str]): feature templates in the order they are scored.
+    annotate (str): "tag" writes token.tag_ (fine tags such as PTB), "pos"
+        writes token.pos_ (Universal POS tags only).
+    margin (Optional[float]): runtime stop margin of dynamic feature selection;
+        None scores every template.
+    train_margin (float): the margin m of the prefix-hinge objective.
+    mode (str): "prefix" trains every template prefix as a hinge-loss
+        classifier on every token; "dynamic" is Strubell et al. (2015) §4.4
+        as written (prefixes only up to the one where gold first leads by the
+        margin); "full" is the classic averaged perceptron on all templates,
+        the baseline. README.md compares them.
+    scorer (Optional[Callable]): the scoring method.
+    """
+    return SparseTagger(
+        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin,
+        train_margin=train_margin, mode=mode, scorer=scorer,
+    )
+
+
+def tagger_score(examples: Iterable[Example], *, annotate: str = "tag", **kwargs: Any) -> Dict[str, Any]:
+    """Token accuracy of the attribute the tagger writes (tag_acc or pos_acc)."""
+    return Scorer.score_token_attr(examples, annotate)
+
+
+@registry.scorers("spacy_sparse.tagger_scorer.v1")
+def make_tagger_scorer() -> Callable:
+    return tagger_score
+
+
+class SparseTagger(SparsePipe):
+    """Assigns token.tag_ (or token.pos_) greedily from left to right."""
+
+    def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag", **kwargs: Any):
+        if annotate not in ANNOTATE:
+            raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
+        super().__init__(vocab, name, annotate=annotate, **kwargs)
+        self._label_values = np.zeros(0, dtype=np.uint64)
+
+    @property
+    def annotate(self) -> str:
+        return self.cfg["annotate"]
+
+    def _labels_changed(self) -> None:
+        labels = self.labels
+        if self.annotate == "pos":
+            bad = [lab for lab in labels if lab not in UPOS_IDS or lab == ""]
+            if bad:
+                raise ValueError(
+                    f"annotate='pos' takes Universal POS tags only; not UPOS: {bad[:5]}. "
+                    "Use annotate='tag' for fine-grained tag sets."
+                )
+            self._label_values = np.array([UPOS_IDS[lab] for lab in labels], dtype=np.uint64)
+        else:
+            self._label_values = np.array([self.vocab.strings.add(lab) for lab in labels], dtype=np.uint64)
+        self._allowed = np.ones((len(labels) + 1, max(1, len(labels))), dtype=np.uint8)
+        order = np.argsort(self._label_values)
+        self._sorted_values = self._label_values[order]
+        self._sorted_index = order.astype(np.int32)
+
+    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
+        seen = set()
+        for eg in examples:
+            for token in eg.reference:
+                value = getattr(token, self.annotate + "_")
+                if value:
+                    seen.add(value)
+        return sorted(seen)
+
+    # ---- inference -----------------------------------------------------------
+    def predict(self, docs: Iterable[Doc]):
+        docs = list(docs)
+        model = self._require_model()
+        batch = DocBatch(docs, self.lexicon)
+        pred = np.zeros(batch.n_tokens, dtype=np.int32)
+        used = np.zeros(batch.n_tokens, dtype=np.int32)
+        margin = -1.0 if self.margin is None else self.margin
+        predict_sequence(
+            batch.lex_rows, batch.lex, batch.doc_off, model.seeds, model.atom_off, model.atom_src,
+            model.atom_pos, model.tab_off, model.tab_keys, model.tab_rows, model.averaged(),
+            self._allowed, margin, pred, used,
+        )
+        self._record_usage(used)
+        return pred, batch.doc_off
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        pred, doc_off = predictions
+        attr = ANNOTATE[self.annotate]
+        values = self._label_values[pred].reshape(-1, 1)
+        for i, doc in enumerate(docs):
+            start, end = doc_off[i], doc_off[i + 1]
+            if end > start:
+                doc.from_array([attr], values[start:end])
+
+    # ---- training --------------------------------------------------------------
+    def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
+        """Gold label index per predicted token; -1 where missing, unknown
+        or not aligned one-to-one."""
+        attr = ANNOTATE[self.annotate]
+        parts = []
+        for eg in examples:
+            n = len(eg.predicted)
+            align = eg.alignment.x2y
+            if len(eg.reference) == n and np.array_equal(align.lengths, np.ones(n, dtype=align.lengths.dtype)):
+                values = eg.reference.to_array(attr).astype(np.uint64)
+                values = values[align.data] if n else values
+            else:
+                strings = eg.get_aligned(self.annotate.upper(), as_string=True)
+                values = np.array(
+                    [self._string_value(s) for s in strings], dtype=np.uint64
+                )
+            parts.append(values)
+        values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+        if not len(self._sorted_values):
+            return np.full(n_tokens, -1, dtype=np.int32)
+        pos = np.searchsorted(self._sorted_values, values).clip(0, len(self._sorted_values) - 1)
+        found = (self._sorted_values[pos] == values) & (values != 0)
+        return np.where(found, self._sorted_index[pos], -1).astype(np.int32)
+
+    def _string_value(self, label: Optional[str]) -> int:
+        if not label:
+            return 0
+        if self.annotate == "pos":
+            return UPOS_IDS.get(label, 0)
+        return self.vocab.strings[label] if label in self.vocab.strings else 0
+
+    def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
+        batch = DocBatch([eg.predicted for eg in examples], self.lexicon)
+        gold = self._gold(examples, batch.n_tokens)
+        model.reserve(batch.n_tokens)
+        pred = np.zeros(batch.n_tokens, dtype=np.int32)
+        return train_sequence(
+            batch.lex_rows, batch.lex, batch.doc_off, gold, model.seeds, model.atom_off, model.atom_src,
+            model.atom_pos, model.tab_off, model.tab_keys, model.tab_rows, model.tab_count, model.row_tpl,
+            model.n_rows, model.W, model.U, model.steps, self._allowed, self.cfg["train_margin"],
+            self.objective, pred,
+        )
