@@ -1,0 +1,123 @@
+"""Measure a pipeline's sparse component across stop margins: accuracy,
+templates scored per token and words per second, all in one run."""
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+
+from .pipeline.base import SparsePipe
+
+# The score each task is judged by, first match wins.
+ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las")
+
+
+def parse_margins(text: str) -> List[Optional[float]]:
+    """"none,40,20" -> [None, 40.0, 20.0]."""
+    margins: List[Optional[float]] = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        if part in ("none", "null", "all"):
+            margins.append(None)
+        else:
+            value = float(part)
+            if value < 0:
+                raise ValueError(f"Margins must be >= 0 or 'none', got {part}")
+            margins.append(value)
+    if not margins:
+        raise ValueError("No margins given")
+    return margins
+
+
+def sparse_components(nlp: Language) -> List[Tuple[str, SparsePipe]]:
+    return [(name, pipe) for name, pipe in nlp.pipeline if isinstance(pipe, SparsePipe)]
+
+
+def read_references(nlp: Language, path: Path) -> List[Doc]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No such data file: {path}")
+    return list(DocBin().from_disk(path).get_docs(nlp.vocab))
+
+
+def bare_docs(nlp: Language, references: Sequence[Doc]) -> List[Doc]:
+    """Unannotated copies of the gold docs (gold tokens, no tokenizer time)."""
+    return [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in references]
+
+
+def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:
+    """Best-of-`repeat` words per second of nlp.pipe over pre-made docs."""
+    n_words = sum(len(d) for d in docs)
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        for _doc in nlp.pipe(docs):
+            pass
+        best = min(best, time.perf_counter() - start)
+    return n_words / best if best > 0 else float("inf")
+
+
+def accuracy(pipe: SparsePipe, docs: List[Doc], references: List[Doc]) -> Tuple[str, float]:
+    scores = pipe.score([Example(d, r) for d, r in zip(docs, references)])
+    for key in ACCURACY_KEYS:
+        if scores.get(key) is not None:
+            return key, float(scores[key])
+    raise ValueError(f"The component {pipe.name!r} reported none of {ACCURACY_KEYS}")
+
+
+def run_bench(
+    model: str,
+    data: Path,
+    margins: Sequence[Optional[float]],
+    *,
+    component: Optional[str] = None,
+    compare: Optional[str] = None,
+    repeat: int = 3,
+) -> Dict[str, Any]:
+    nlp = spacy.load(model)
+    found = sparse_components(nlp)
+    if not found:
+        raise ValueError(f"{model} has no spacy-sparse component")
+    if component is not None:
+        found = [(n, p) for n, p in found if n == component]
+        if not found:
+            raise ValueError(f"{model} has no sparse component named {component!r}")
+    name, pipe = found[0]
+    references = read_references(nlp, data)
+    docs = bare_docs(nlp, references)
+    n_words = sum(len(d) for d in docs)
+    original = pipe.margin
+    rows = []
+    time_pipe(nlp, docs[:50], 1)  # load kernels before timing
+    try:
+        for margin in margins:
+            pipe.margin = margin
+            pipe.reset_usage()
+            for _doc in nlp.pipe(docs):
+                pass
+            used = pipe.templates_per_token
+            key, acc = accuracy(pipe, docs, references)
+            wps = time_pipe(nlp, docs, repeat)
+            rows.append({"margin": margin, "accuracy": acc, "metric": key,
+                         "templates_per_token": used, "words_per_second": wps})
+    finally:
+        pipe.margin = original
+    base = next((r["words_per_second"] for r in rows if r["margin"] is None), None)
+    for r in rows:
+        r["speedup"] = r["words_per_second"] / base if base else None
+    result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data), "words": n_words,
+                              "repeat": repeat, "rows": rows}
+    if compare:
+        other = spacy.load(compare)
+        other_docs = bare_docs(other, references)
+        time_pipe(other, other_docs[:20], 1)
+        other_wps = time_pipe(other, other_docs, repeat)
+        result["compare"] = {"model": str(compare), "words_per_second": other_wps}
+        for r in rows:
+            r["ratio_vs_compare"] = r["words_per_second"] / other_wps
+    return result

@@ -1,0 +1,223 @@
+"""`python -m spacy_sparse COMMAND`: demo, bench, report, order-templates, convert-ud."""
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import srsly
+from wasabi import msg
+
+SAMPLE_TEXT = (
+    "The ferry left the harbour at dawn, and by noon the passengers could see the cliffs. "
+    "Maria counted 42 gulls following the boat while her brother read a novel about volcanoes. "
+    "Nobody expected the storm that arrived later that evening."
+)
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def _print_rows(result: dict) -> None:
+    header = ("margin", result["rows"][0]["metric"], "templates/token", "words/s", "speed-up")
+    data = []
+    for r in result["rows"]:
+        data.append((
+            "none" if r["margin"] is None else f"{r['margin']:g}",
+            f"{100 * r['accuracy']:.2f}",
+            f"{r['templates_per_token']:.2f}",
+            f"{r['words_per_second']:,.0f}",
+            "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
+        ))
+    msg.table(data, header=header, divider=True)
+    if "compare" in result:
+        other = result["compare"]
+        msg.info(f"compare: {other['model']} at {other['words_per_second']:,.0f} words/s")
+        for r in result["rows"]:
+            m = "none" if r["margin"] is None else f"{r['margin']:g}"
+            msg.text(f"  margin {m}: {r['ratio_vs_compare']:.1f}x the words/s of {other['model']}")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import parse_margins, run_bench
+
+    result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
+                       compare=args.compare, repeat=args.repeat)
+    msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, "
+             f"best of {result['repeat']})")
+    _print_rows(result)
+    if args.json:
+        rows = [{k: r[k] for k in ("margin", "accuracy", "templates_per_token", "words_per_second", "speedup")}
+                | ({"ratio_vs_compare": r["ratio_vs_compare"]} if "ratio_vs_compare" in r else {})
+                for r in result["rows"]]
+        srsly.write_json(args.json, rows)
+        if args.json_full:
+            srsly.write_json(args.json_full, result)
+        msg.good(f"Wrote {args.json}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import spacy
+
+    from .bench import sparse_components
+
+    nlp = spacy.load(args.model)
+    report = {}
+    for name, pipe in sparse_components(nlp):
+        stats = pipe._require_model().stats()
+        if not args.per_template:
+            stats.pop("features_per_template")
+        stats["margin"] = pipe.margin
+        stats["mode"] = pipe.cfg["mode"]
+        report[name] = stats
+    if not report:
+        msg.fail(f"{args.model} has no spacy-sparse component", exits=1)
+    if args.json:
+        print(srsly.json_dumps(report, indent=2))
+        return 0
+    for name, stats in report.items():
+        msg.divider(name)
+        rows = [(k, v) for k, v in stats.items() if k != "features_per_template"]
+        msg.table(rows)
+        for tpl, n in stats.get("features_per_template", {}).items():
+            msg.text(f"  {n:>9,}  {tpl}")
+    return 0
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    import spacy
+    from .learn.ordering import wrapper_order
+    from .readers import gold_token_examples
+
+    nlp = spacy.blank(args.lang)
+    train = list(gold_token_examples(nlp, args.train))
+    dev = list(gold_token_examples(nlp, args.dev))
+    factory_cfg = nlp.get_factory_meta(args.factory).default_config
+    base = spacy.util.registry.resolve({"t": factory_cfg["templates"]})["t"]
+    if args.templates:
+        base = srsly.read_json(args.templates)
+    start = time.time()
+    order = wrapper_order(train, dev, base, factory=args.factory, lang=args.lang, train_words=args.train_words,
+                          dev_words=args.dev_words, epochs=args.epochs, max_steps=args.max_steps, seed=args.seed,
+                          log=msg.text)
+    srsly.write_json(args.output, order)
+    msg.good(f"Wrote the order of {len(order)} templates to {args.output} ({time.time() - start:.0f}s)")
+    return 0
+
+
+def cmd_convert_ud(args: argparse.Namespace) -> int:
+    """Convert a UD treebank directory's train/dev/test CoNLL-U to DocBins
+    with spaCy's own converter (what `spacy convert --converter conllu` does)."""
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    src, out = Path(args.ud_dir), Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev", "test"):
+        files = sorted(src.glob(f"*-ud-{split}.conllu"))
+        if not files:
+            msg.fail(f"No *-ud-{split}.conllu in {src}", exits=1)
+        docs = conllu_to_docs(files[0].read_text(encoding="utf8"), n_sents=10, no_print=True)
+        DocBin(docs=docs, store_user_data=False).to_disk(out / f"{split}.spacy")
+        msg.good(f"{files[0].name} -> {out / f'{split}.spacy'}")
+    return 0
+
+
+def _tag_sample(nlp, text: str) -> None:
+    doc = nlp(text)
+    pipe = nlp.get_pipe("sparse_tagger")
+    attr = "tag_" if pipe.annotate == "tag" else "pos_"
+    msg.text(" ".join(f"{t.text}/{getattr(t, attr)}" for t in doc))
+    docs = [nlp.make_doc(text) for _ in range(3000)]
+    n = sum(len(d) for d in docs)
+    start = time.perf_counter()
+    for _ in nlp.pipe(docs):
+        pass
+    msg.info(f"{n / (time.perf_counter() - start):,.0f} words/s ({n:,} words, pre-tokenized, margin {pipe.margin})")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job: tag with the embedded model; with --data, also train
+    and evaluate a fresh tagger on a UD treebank directory."""
+    from . import load_default
+
+    start = time.perf_counter()
+    nlp = load_default()
+    msg.good(f"Loaded the embedded en_ewt sparse_tagger in {time.perf_counter() - start:.2f}s")
+    _tag_sample(nlp, args.text or SAMPLE_TEXT)
+    if not args.data:
+        return 0
+    from spacy.cli.train import train as spacy_train
+
+    from .bench import run_bench
+
+    out = Path(args.output)
+    corpus = out / "corpus"
+    cmd_convert_ud(argparse.Namespace(ud_dir=args.data, output=corpus))
+    msg.divider("training a fresh sparse_tagger")
+    start = time.perf_counter()
+    spacy_train(CONFIG_DIR / "tagger.cfg", out / "model",
+                overrides={"paths.train": str(corpus / "train.spacy"), "paths.dev": str(corpus / "dev.spacy")})
+    msg.good(f"Trained in {time.perf_counter() - start:.0f}s")
+    result = run_bench(str(out / "model" / "model-best"), corpus / "test.spacy", [None, 300.0], repeat=3)
+    msg.divider("test set")
+    _print_rows(result)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spacy_sparse", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="tag a sample with the embedded model; --data DIR trains and evaluates too")
+    p.add_argument("--data", help="a UD treebank directory (*-ud-train/dev/test.conllu), e.g. ../shared/data/ud-english-ewt")
+    p.add_argument("--output", default="training/demo", help="where --data writes corpora and the model")
+    p.add_argument("--text", help="text to tag instead of the built-in sample")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="accuracy, templates/token and words/s across stop margins")
+    p.add_argument("model")
+    p.add_argument("data", help="a .spacy DocBin with gold annotation")
+    p.add_argument("--margins", default="none,400,300,200,100,50")
+    p.add_argument("--component", help="name of the sparse component (default: the first)")
+    p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
+    p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
+    p.add_argument("--json", help="write the rows as JSON here")
+    p.add_argument("--json-full", help="also write the full result (machine, compare) here")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("report", help="model statistics per sparse component")
+    p.add_argument("model")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--per-template", action="store_true", help="features per template too")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("order-templates", help="learn a template order with the wrapper method")
+    p.add_argument("train")
+    p.add_argument("dev")
+    p.add_argument("output", help="ordering file (JSON list of template names)")
+    p.add_argument("--factory", default="sparse_tagger")
+    p.add_argument("--templates", help="JSON list of templates (default: the factory's default set)")
+    p.add_argument("--lang", default="en")
+    p.add_argument("--train-words", type=int, default=20000)
+    p.add_argument("--dev-words", type=int, default=10000)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")
+    p.add_argument("ud_dir")
+    p.add_argument("output")
+    p.set_defaults(func=cmd_convert_ud)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, OSError) as err:
+        msg.fail(str(err))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""A corpus reader that keeps gold tokens and whole documents.
+
+spaCy's `spacy.Corpus.v1` either re-tokenizes the text (gold_preproc=false)
+or splits every doc into sentences (gold_preproc=true). A left-to-right
+model that reads neighbouring words and labels then trains on sentence
+edges it never sees at inference on whole docs. This reader yields one
+example per stored doc, with the gold tokens as the predicted doc's tokens.
+"""
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Union
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+from spacy.util import ensure_path, registry
+
+
+def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0) -> Iterator[Example]:
+    path = ensure_path(path)
+    if path is None or not path.exists():
+        raise ValueError(f"Corpus file not found: {path}")
+    files = sorted(path.glob("**/*.spacy")) if path.is_dir() else [path]
+    n = 0
+    for file in files:
+        for ref in DocBin().from_disk(file).get_docs(nlp.vocab):
+            words = [t.text for t in ref]
+            spaces = [bool(t.whitespace_) for t in ref]
+            yield Example(Doc(nlp.vocab, words=words, spaces=spaces), ref)
+            n += 1
+            if limit and n >= limit:
+                return
+
+
+@registry.readers("spacy_sparse.GoldTokenCorpus.v1")
+def create_gold_token_corpus(path: Path, limit: int = 0) -> Callable[[Language], Iterable[Example]]:
+    """Examples with gold tokens, one per stored doc (`limit` docs at most)."""
+
+    def read(nlp: Language) -> Iterable[Example]:
+        return gold_token_examples(nlp, path, limit)
+
+    return read
