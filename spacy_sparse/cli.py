@@ -1,4 +1,4 @@
-"""`python -m spacy_sparse COMMAND`: demo, bench, report, order-templates, convert-ud."""
+"""`python -m spacy_sparse COMMAND`: demo, bench, report, order-templates, convert-ud, ship-default."""
 import argparse
 import sys
 import time
@@ -123,6 +123,38 @@ def cmd_convert_ud(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_NOTE = """The embedded default pipeline of spacy-sparse: a sparse_tagger (token.tag_, PTB-style XPOS)
+trained by `spacy project run ship-default` on UD English-EWT.
+
+This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
+(https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
+Weights with |w| < {threshold:g} were dropped to keep the package small.
+"""
+
+
+def cmd_ship_default(args: argparse.Namespace) -> int:
+    """Copy a trained tagger pipeline into the package as the embedded default."""
+    import shutil
+
+    import spacy
+
+    from . import DEFAULT_MODEL_PATH
+
+    nlp = spacy.load(args.model)
+    pipe = nlp.get_pipe("sparse_tagger")
+    dropped = pipe._require_model().prune_weights(args.min_weight)
+    nlp.meta["name"] = "en_ewt_sparse_tagger"
+    nlp.meta["license"] = "CC BY-SA 4.0"
+    nlp.meta["sources"] = [{"name": "UD English-EWT", "license": "CC BY-SA 4.0"}]
+    if DEFAULT_MODEL_PATH.exists():
+        shutil.rmtree(DEFAULT_MODEL_PATH)
+    nlp.to_disk(DEFAULT_MODEL_PATH)
+    (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(threshold=args.min_weight))
+    size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
+    msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
+    return 0
+
+
 def _tag_sample(nlp, text: str) -> None:
     doc = nlp(text)
     pipe = nlp.get_pipe("sparse_tagger")
@@ -205,6 +237,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
+    p.add_argument("model")
+    p.add_argument("--min-weight", type=float, default=16.0, help="drop averaged weights smaller than this")
+    p.set_defaults(func=cmd_ship_default)
 
     p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")
     p.add_argument("ud_dir")

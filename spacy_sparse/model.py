@@ -109,6 +109,18 @@ class SparseLinearModel:
         self.steps[0] = 0.0
         self.changed()
 
+    def prune_weights(self, threshold: float) -> int:
+        """Zero averaged weights with |w| < threshold (features whose row
+        becomes empty are not saved). Ends training state; returns how many
+        weights were dropped. A crude size knob for shipping a model; the
+        sparsity methods do this properly."""
+        self.finalize_average()
+        n = int(self.n_rows[0])
+        small = (np.abs(self.W[:n]) < threshold) & (self.W[:n] != 0)
+        self.W[:n][small] = 0.0
+        self.changed()
+        return int(small.sum())
+
     # ---- statistics ----------------------------------------------------------
     def stats(self) -> Dict[str, Any]:
         avg = self.averaged()[: int(self.n_rows[0])]
@@ -140,17 +152,17 @@ class SparseLinearModel:
         keep = keep[np.argsort(self.row_tpl[keep], kind="stable")]
         sub = avg[keep]
         r_idx, y_idx = np.nonzero(sub)
-        indptr = np.zeros(len(keep) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(r_idx, minlength=len(keep)), out=indptr[1:])
+        row_len = np.count_nonzero(sub, axis=1)
         label_dtype = np.uint8 if self.n_labels <= 256 else np.uint16
         return {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
             "templates": self.template_names,
             "labels": list(self.labels),
-            "feature_template": self.row_tpl[keep].astype(np.int32),
+            # features are stored grouped by template, in template order
+            "template_features": np.bincount(self.row_tpl[keep], minlength=len(self.templates)).astype(np.int64),
             "feature_key": keys_of_row[keep],
-            "row_ptr": indptr,
+            "row_length": row_len.astype(np.uint8 if self.n_labels < 256 else np.uint16),
             "row_label": y_idx.astype(label_dtype),
             "row_value": sub[r_idx, y_idx].astype(np.float32),
         }
@@ -161,18 +173,17 @@ class SparseLinearModel:
         _check_format(msg)
         model = cls(msg["templates"], msg["labels"])
         n_tpl, n_labels = len(model.templates), len(model.labels)
-        tpl = _array(msg, "feature_template", (np.int32,), 1)
+        counts = _array(msg, "template_features", (np.int64,), 1)
         keys = _array(msg, "feature_key", (np.uint64,), 1)
-        ptr = _array(msg, "row_ptr", (np.int64,), 1)
+        row_len = _array(msg, "row_length", (np.uint8, np.uint16), 1)
         lab = _array(msg, "row_label", (np.uint8, np.uint16), 1)
         val = _array(msg, "row_value", (np.float32,), 1)
-        n = tpl.shape[0]
-        if keys.shape[0] != n or ptr.shape[0] != n + 1 or lab.shape[0] != val.shape[0]:
+        n = keys.shape[0]
+        if counts.shape[0] != n_tpl or np.any(counts < 0) or counts.sum() != n:
+            raise ValueError("Corrupt model: feature counts per template do not add up")
+        if row_len.shape[0] != n or lab.shape[0] != val.shape[0] or int(row_len.sum()) != lab.shape[0]:
             raise ValueError("Corrupt model: feature arrays disagree in length")
-        if n and (tpl.min() < 0 or tpl.max() >= n_tpl):
-            raise ValueError("Corrupt model: a feature names a template that does not exist")
-        if ptr[0] != 0 or ptr[-1] != lab.shape[0] or np.any(np.diff(ptr) < 0):
-            raise ValueError("Corrupt model: row pointers are not a valid index")
+        tpl = np.repeat(np.arange(n_tpl, dtype=np.int32), counts)
         if lab.size and int(lab.max()) >= n_labels:
             raise ValueError("Corrupt model: a weight names a label that does not exist")
         if np.any(keys == 0) or not np.all(np.isfinite(val)):
@@ -188,7 +199,7 @@ class SparseLinearModel:
         model.tab_count = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
         cap = max(16, n)
         model.W = np.zeros((cap, max(1, n_labels)), dtype=np.float32)
-        rows = np.repeat(np.arange(n), np.diff(ptr))
+        rows = np.repeat(np.arange(n), row_len.astype(np.int64))
         model.W[rows, lab.astype(np.int64)] = val
         model.U = np.zeros_like(model.W, dtype=np.float64)
         model.row_tpl = np.zeros(cap, dtype=np.int32)

@@ -1,0 +1,56 @@
+"""Shared fixtures: slices of the real corpora in ../shared/data."""
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.training.converters import conllu_to_docs
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+EWT = SHARED / "ud-english-ewt"
+
+
+def read_conllu_slice(path: Path, n_sents: int):
+    """The first n_sents sentences of a CoNLL-U file as reference docs (10 sentences per doc)."""
+    lines, count = [], 0
+    with path.open(encoding="utf8") as f:
+        for line in f:
+            lines.append(line)
+            if not line.strip():
+                count += 1
+                if count >= n_sents:
+                    break
+    return list(conllu_to_docs("".join(lines), n_sents=10, no_print=True))
+
+
+def to_examples(nlp, refs):
+    return [Example(Doc(nlp.vocab, words=[t.text for t in r], spaces=[bool(t.whitespace_) for t in r]), r) for r in refs]
+
+
+@pytest.fixture(scope="session")
+def ewt_refs():
+    if not EWT.exists():
+        pytest.fail(f"The EWT corpus is expected at {EWT}")
+    return {
+        "train": read_conllu_slice(EWT / "en_ewt-ud-train.conllu", 3000),
+        "dev": read_conllu_slice(EWT / "en_ewt-ud-dev.conllu", 600),
+    }
+
+
+def train_tagger(refs, epochs=3, **config):
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger", config=config)
+    train = to_examples(nlp, refs)
+    nlp.initialize(lambda: train)
+    for epoch in range(epochs):
+        for i in range(0, len(train), 16):
+            nlp.update(train[i:i + 16])
+    return nlp, tagger
+
+
+@pytest.fixture(scope="session")
+def trained(ewt_refs):
+    """A sparse_tagger trained on 3,000 EWT sentences."""
+    return train_tagger(ewt_refs["train"])

@@ -1,0 +1,109 @@
+"""The numba kernels against a slow pure-Python reference."""
+import random
+
+import numpy as np
+import pytest
+
+from spacy_sparse.kernels.hashing import PAD_LEFT, PAD_RIGHT
+from spacy_sparse.pipeline.base import DocBatch
+from spacy_sparse.templates import HISTORY_ATTRS, LEX_ATTRS, parse_template, template_seed
+
+from conftest import to_examples, train_tagger
+
+MASK = (1 << 64) - 1
+M1, M2, M3 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def py_mix(h, v):
+    z = (((h ^ v) * M1) + M2) & MASK
+    z = ((z ^ (z >> 30)) * M2) & MASK
+    z = ((z ^ (z >> 27)) * M3) & MASK
+    return z ^ (z >> 31)
+
+
+def py_predict(model, batch, margin):
+    """Greedy left-to-right labelling written out in plain Python."""
+    table = {}
+    for t in range(len(model.templates)):
+        for s in range(model.tab_off[t], model.tab_off[t + 1]):
+            if model.tab_keys[s]:
+                table[(t, int(model.tab_keys[s]))] = int(model.tab_rows[s])
+    W = model.averaged()
+    preds, used = [], []
+    for d in range(len(batch.doc_off) - 1):
+        start, end = int(batch.doc_off[d]), int(batch.doc_off[d + 1])
+        for i in range(start, end):
+            scores = np.zeros(W.shape[1], dtype=np.float32)
+            n = 0
+            for t, tpl in enumerate(model.templates):
+                h = template_seed(tpl)
+                for atom in tpl.atoms:
+                    p = i + atom.pos
+                    if p < start:
+                        v = int(PAD_LEFT) + (start - p)
+                    elif p >= end:
+                        v = int(PAD_RIGHT) + (p - end)
+                    elif atom.attr in HISTORY_ATTRS:
+                        v = preds[p] + 1
+                    else:
+                        v = int(batch.lex[batch.lex_rows[p], LEX_ATTRS.index(atom.attr)])
+                    h = py_mix(h, v & MASK)
+                h = h or 1
+                row = table.get((t, h))
+                if row is not None:
+                    scores = scores + W[row]
+                n += 1
+                if margin is not None:
+                    top = np.sort(scores)[::-1]
+                    if len(top) < 2 or float(top[0] - top[1]) >= margin:
+                        break
+            preds.append(int(np.argmax(scores)))
+            used.append(n)
+    return np.array(preds), np.array(used)
+
+
+def random_templates(rng, n):
+    attrs = list(LEX_ATTRS)
+    out = set()
+    while len(out) < n:
+        atoms = []
+        for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.2:
+                atoms.append(f"tag@{rng.randint(-3, -1)}")
+            else:
+                atoms.append(f"{rng.choice(attrs)}@{rng.randint(-3, 3)}")
+        text = "+".join(atoms)
+        parse_template(text)
+        out.add(text)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kernel_matches_python_reference(ewt_refs, seed):
+    rng = random.Random(seed)
+    templates = random_templates(rng, 12)
+    nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1, templates=templates)
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
+    batch = DocBatch(docs, tagger.lexicon)
+    for margin in [None, 0.0, 3.0, 25.0]:
+        tagger.margin = margin
+        tagger.reset_usage()
+        pred, _ = tagger.predict(docs)
+        ref_pred, ref_used = py_predict(tagger.sparse, batch, margin)
+        assert np.array_equal(pred, ref_pred), f"labels differ at margin {margin}"
+        assert tagger.usage["templates"] == int(ref_used.sum())
+    assert tagger.sparse.stats()["nonzero_features"] > 100
+
+
+def test_margin_none_scores_every_template(trained, ewt_refs):
+    nlp, tagger = trained
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:20])]
+    tagger.margin = None
+    tagger.reset_usage()
+    tagger.predict(docs)
+    assert tagger.templates_per_token == len(tagger.sparse.templates)
+    tagger.margin = 0.0
+    tagger.reset_usage()
+    tagger.predict(docs)
+    assert tagger.templates_per_token == 1.0
+    tagger.margin = None

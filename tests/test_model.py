@@ -1,0 +1,77 @@
+"""Model files: round trips and clear errors for bad input."""
+import numpy as np
+import pytest
+import spacy
+import srsly
+
+from spacy_sparse.model import SparseLinearModel
+
+
+@pytest.fixture(scope="module")
+def model_bytes(trained):
+    return trained[1].sparse.to_bytes()
+
+
+def test_round_trip_keeps_every_weight(trained, model_bytes):
+    original = trained[1].sparse
+    loaded = SparseLinearModel.from_bytes(model_bytes)
+    assert loaded.template_names == original.template_names and loaded.labels == original.labels
+    assert loaded.stats()["nonzero_weights"] == original.stats()["nonzero_weights"]
+    assert loaded.to_bytes() == model_bytes
+
+
+@pytest.mark.parametrize("mangle", [
+    lambda b: b[: len(b) // 2],
+    lambda b: b[:10],
+    lambda b: b"",
+    lambda b: bytes(len(b)),
+    lambda b: np.random.RandomState(0).bytes(5000),
+    lambda b: srsly.msgpack_dumps({"format": "something-else", "version": 1}),
+    lambda b: srsly.msgpack_dumps([1, 2, 3]),
+    lambda b: srsly.json_dumps({"hello": "world"}).encode(),
+    lambda b: b"\x80\x04\x95" + b"cos\nsystem\n(S'echo hi'\ntR.",  # a pickle is not a model
+])
+def test_corrupt_or_foreign_bytes_raise_value_error(model_bytes, mangle):
+    with pytest.raises(ValueError):
+        SparseLinearModel.from_bytes(mangle(model_bytes))
+
+
+@pytest.mark.parametrize("field,value", [
+    ("version", 99),
+    ("templates", "lower@0"),
+    ("labels", [1, 2]),
+    ("feature_key", np.zeros(3, dtype=np.float64)),
+    ("row_label", np.array([250], dtype=np.uint8)),
+    ("template_features", None),
+    ("row_length", np.array([1], dtype=np.uint8)),
+])
+def test_inconsistent_fields_raise_value_error(model_bytes, field, value):
+    msg = srsly.msgpack_loads(model_bytes)
+    msg[field] = value
+    with pytest.raises(ValueError):
+        SparseLinearModel.from_dict(msg)
+
+
+def test_weights_out_of_range_labels(model_bytes):
+    msg = srsly.msgpack_loads(model_bytes)
+    msg["labels"] = msg["labels"][:2]
+    with pytest.raises(ValueError, match="label"):
+        SparseLinearModel.from_dict(msg)
+
+
+def test_corrupt_file_on_disk_gives_clear_error(trained, tmp_path):
+    nlp, _ = trained
+    nlp.to_disk(tmp_path / "m")
+    model_file = tmp_path / "m" / "sparse_tagger" / "model"
+    model_file.write_bytes(model_file.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="Cannot load the weights"):
+        spacy.load(tmp_path / "m")
+
+
+def test_stats_count_what_is_stored(trained):
+    stats = trained[1].sparse.stats()
+    assert stats["templates"] <= stats["templates_total"] == 46
+    assert 0 < stats["nonzero_features"] <= stats["features"]
+    assert stats["nonzero_weights"] >= stats["nonzero_features"]
+    assert stats["bytes"] == len(trained[1].sparse.to_bytes())
+    assert sum(stats["features_per_template"].values()) == stats["nonzero_features"]

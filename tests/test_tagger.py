@@ -1,0 +1,176 @@
+"""sparse_tagger as a spaCy user meets it."""
+import pickle
+import threading
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_sparse.model import SparseLinearModel
+
+from conftest import to_examples, train_tagger
+
+
+def tags(docs):
+    return [[t.tag_ for t in d] for d in docs]
+
+
+def dev_docs(nlp, refs):
+    return [eg.predicted for eg in to_examples(nlp, refs)]
+
+
+def test_add_pipe_without_code():
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger")
+    assert tagger.margin is None
+    assert len(tagger.cfg["templates"]) >= 40
+
+
+def test_training_on_ewt_slice_reaches_real_accuracy(trained, ewt_refs):
+    nlp, tagger = trained
+    examples = to_examples(nlp, ewt_refs["dev"])
+    for eg in examples:
+        tagger(eg.predicted)
+    acc = tagger.score(examples)["tag_acc"]
+    assert acc > 0.86, acc
+    # dynamic feature selection: a margin scores fewer templates and stays close
+    tagger.margin = 200.0
+    tagger.reset_usage()
+    docs = [eg.predicted for eg in examples]
+    list(tagger.pipe(docs))
+    fast = tagger.score(examples)["tag_acc"]
+    assert tagger.templates_per_token < 0.5 * len(tagger.sparse.templates)
+    assert fast > acc - 0.03
+    tagger.margin = None
+
+
+def test_baseline_mode_trains_too(ewt_refs):
+    nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=2, mode="full", train_margin=0.0)
+    examples = to_examples(nlp, ewt_refs["dev"])
+    list(tagger.pipe([eg.predicted for eg in examples]))
+    assert tagger.score(examples)["tag_acc"] > 0.8
+
+
+def test_save_load_identical(trained, ewt_refs, tmp_path):
+    nlp, tagger = trained
+    docs = dev_docs(nlp, ewt_refs["dev"][:20])
+    expected = tags(nlp.pipe(docs))
+    nlp.to_disk(tmp_path / "model")
+    nlp2 = spacy.load(tmp_path / "model")
+    assert tags(nlp2.pipe(dev_docs(nlp2, ewt_refs["dev"][:20]))) == expected
+    nlp3 = spacy.blank("en")
+    nlp3.add_pipe("sparse_tagger").from_bytes(tagger.to_bytes())
+    assert tags(nlp3.pipe(dev_docs(nlp3, ewt_refs["dev"][:20]))) == expected
+
+
+def test_pickle_and_threads(trained, ewt_refs):
+    nlp, tagger = trained
+    docs = dev_docs(nlp, ewt_refs["dev"])
+    expected = tags(nlp.pipe(docs))
+    clone = pickle.loads(pickle.dumps(nlp))
+    assert tags(clone.pipe(dev_docs(clone, ewt_refs["dev"]))) == expected
+    results = {}
+
+    def work(k):
+        mine = dev_docs(nlp, ewt_refs["dev"])
+        results[k] = tags(tagger.pipe(mine, batch_size=7))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(results[k] == expected for k in range(4))
+
+
+def test_multiprocessing(trained, ewt_refs):
+    nlp, _ = trained
+    docs = dev_docs(nlp, ewt_refs["dev"][:30])
+    texts = [d.text for d in docs]
+    single = tags(nlp.pipe(texts))
+    assert tags(nlp.pipe(texts, n_process=2, batch_size=5)) == single
+
+
+def test_edge_case_docs(trained):
+    nlp, tagger = trained
+    empty = nlp.make_doc("")
+    one = Doc(nlp.vocab, words=["Hello"])
+    spaces = Doc(nlp.vocab, words=["a", "  ", "\n", "b"])
+    long_doc = Doc(nlp.vocab, words=(["The", "cat", "sat", ".", "\t"] * 10_000))
+    out = list(nlp.pipe([empty, one, spaces, long_doc, empty]))
+    assert len(out[0]) == 0 and len(out[4]) == 0
+    assert out[1][0].tag_ in tagger.labels
+    assert all(t.tag_ in tagger.labels for t in out[2])
+    assert len(long_doc) == 50_000 and all(t.tag_ for t in out[3])
+    # the same sentence tags the same inside a very long doc
+    assert [t.tag_ for t in out[3][5:9]] == [t.tag_ for t in out[3][10:14]]
+
+
+def test_unknown_and_missing_gold_labels_are_skipped(trained):
+    nlp, tagger = trained
+    ref = Doc(nlp.vocab, words=["I", "like", "cats"], tags=["PRP", "NOT-A-TAG", ""])
+    eg = Example(Doc(nlp.vocab, words=["I", "like", "cats"]), ref)
+    gold = tagger._gold([eg], 3)
+    assert gold[0] == tagger.labels.index("PRP") and gold[1] == -1 and gold[2] == -1
+
+
+def test_pos_mode_writes_upos(ewt_refs):
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger", config={"annotate": "pos"})
+    train = to_examples(nlp, ewt_refs["train"][:100])
+    nlp.initialize(lambda: train)
+    for _ in range(2):
+        nlp.update(train)
+    examples = to_examples(nlp, ewt_refs["dev"][:20])
+    list(tagger.pipe([eg.predicted for eg in examples]))
+    assert tagger.score(examples)["pos_acc"] > 0.8
+    assert examples[0].predicted[0].pos_ in {"NOUN", "PROPN", "VERB", "PRON", "DET", "ADJ", "ADV", "PUNCT",
+                                              "ADP", "AUX", "CCONJ", "INTJ", "NUM", "PART", "SCONJ", "SYM", "X"}
+
+
+def test_pos_mode_rejects_fine_tags():
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger", config={"annotate": "pos"})
+    with pytest.raises(ValueError, match="Universal POS"):
+        tagger._build_model(["NN", "VBZ"], None)
+
+
+@pytest.mark.parametrize("config,match", [
+    ({"mode": "sgd"}, "mode"),
+    ({"annotate": "lemma"}, "annotate"),
+    ({"margin": -1.0}, "margin"),
+    ({"templates": ["lower@zero"]}, "integer"),
+    ({"templates": ["colour@0"]}, "Unknown attribute"),
+    ({"templates": ["tag@1"]}, "earlier"),
+])
+def test_bad_config_values_fail_clearly(config, match):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=match):
+        nlp.add_pipe("sparse_tagger", config=config)
+
+
+def test_untrained_component_says_so():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger")
+    with pytest.raises(ValueError, match="no weights"):
+        nlp("Hello there")
+
+
+def test_training_is_deterministic(ewt_refs):
+    a = train_tagger(ewt_refs["train"][:80], epochs=2)[1].sparse.to_bytes()
+    b = train_tagger(ewt_refs["train"][:80], epochs=2)[1].sparse.to_bytes()
+    assert a == b
+    assert SparseLinearModel.from_bytes(a).to_bytes() == a
+
+
+def test_order_is_applied_at_initialize(ewt_refs, tmp_path):
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger")
+    train = to_examples(nlp, ewt_refs["train"][:20])
+    order = ["suf3@0", "lower@0"]
+    tagger.initialize(lambda: train, nlp=nlp, order=order)
+    assert tagger.sparse.template_names[:2] == order
+    with pytest.raises(ValueError, match="not in the template set"):
+        tagger.initialize(lambda: train, nlp=nlp, order=["lower@7"])
