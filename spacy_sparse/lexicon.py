@@ -19,7 +19,7 @@ import numpy as np
 from spacy.strings import get_string_id
 from spacy.vocab import Vocab
 
-from .kernels.hashing import capacity_for, fill_tables, find_many
+from .kernels.hashing import capacity_for, fill_tables, find_many, new_table
 from .templates import LEX_ATTRS
 
 # Past this many word types the cache starts afresh, so streaming a huge
@@ -64,11 +64,7 @@ class Lexicon:
     def _reset(self) -> None:
         cap = 1024
         self._n = 0
-        self._snapshot = (
-            np.zeros(cap, dtype=np.uint64),
-            np.full(cap, -1, dtype=np.int32),
-            np.zeros((cap // 2 + 1, len(LEX_ATTRS)), dtype=np.uint64),
-        )
+        self._snapshot = (new_table(cap), np.zeros((cap // 2 + 1, len(LEX_ATTRS)), dtype=np.uint64))
 
     def __len__(self) -> int:
         return self._n
@@ -77,16 +73,16 @@ class Lexicon:
         """Rows for ORTH hashes, adding unseen word types. Returns the rows
         and the value table they index (a consistent snapshot)."""
         orths = np.ascontiguousarray(orths, dtype=np.uint64)
-        keys, rows, values = self._snapshot
-        out = np.empty(orths.shape[0], dtype=np.int32)
-        if find_many(keys, rows, keys.shape[0], orths, out) == 0:
+        tab, values = self._snapshot
+        out = np.empty(orths.shape[0], dtype=np.int64)
+        if find_many(tab, tab.shape[0] // 2, orths, out) == 0:
             return out, values
         with self._lock:
-            keys, rows, values = self._snapshot
-            if find_many(keys, rows, keys.shape[0], orths, out) > 0:
+            tab, values = self._snapshot
+            if find_many(tab, tab.shape[0] // 2, orths, out) > 0:
                 self._add(np.unique(orths[out < 0]))
-                keys, rows, values = self._snapshot
-                find_many(keys, rows, keys.shape[0], orths, out)
+                tab, values = self._snapshot
+                find_many(tab, tab.shape[0] // 2, orths, out)
         return out, values
 
     def _add(self, new_orths: np.ndarray) -> None:
@@ -96,7 +92,7 @@ class Lexicon:
         arrays instead."""
         if self._n + len(new_orths) > MAX_TYPES:
             self._reset()
-        keys, rows, values = self._snapshot
+        tab, values = self._snapshot
         strings = self.vocab.strings
         fresh = np.array([lexical_atoms(self.vocab, strings[int(o)]) for o in new_orths],
                          dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
@@ -107,15 +103,14 @@ class Lexicon:
             values = grown
         values[n_old + 1 : n_new + 1] = fresh
         new_keys = np.where(new_orths == 0, np.uint64(1), new_orths).astype(np.uint64)
-        new_rows = np.arange(n_old + 1, n_new + 1, dtype=np.int32)
-        if 2 * n_new + 2 > keys.shape[0]:
+        new_rows = np.arange(n_old + 1, n_new + 1, dtype=np.int64)
+        if 2 * n_new + 2 > tab.shape[0] // 2:
+            keys, rows = tab[0::2], tab[1::2]
             used = keys != 0
             new_keys = np.concatenate([keys[used], new_keys])
-            new_rows = np.concatenate([rows[used], new_rows])
-            cap = capacity_for(2 * n_new)
-            keys = np.zeros(cap, dtype=np.uint64)
-            rows = np.full(cap, -1, dtype=np.int32)
-        off = np.array([0, keys.shape[0]], dtype=np.int64)
-        fill_tables(np.zeros(len(new_keys), dtype=np.int32), new_keys, new_rows, off, keys, rows)
+            new_rows = np.concatenate([rows[used].astype(np.int64), new_rows])
+            tab = new_table(capacity_for(2 * n_new))
+        off = np.array([0, tab.shape[0] // 2], dtype=np.int64)
+        fill_tables(np.zeros(len(new_keys), dtype=np.int32), new_keys, new_rows, off, tab)
         self._n = n_new
-        self._snapshot = (keys, rows, values)
+        self._snapshot = (tab, values)

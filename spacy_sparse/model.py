@@ -1,20 +1,28 @@
 """SparseLinearModel: one weight table per template, rows of label weights.
 
-Tables live in flat numpy arrays (see kernels/hashing.py): template t owns the
-slots [tab_off[t], tab_off[t+1]) of `tab_keys`/`tab_rows`, and its rows point
-into the weight matrix `W` (n_rows x n_labels). Training keeps `U`, the
-step-weighted sum of updates, so that the averaged perceptron weights
-`W - U / steps` are available at any time without a copy per step.
+Tables live in one flat numpy array (see kernels/hashing.py): template t owns
+the slots [tab_off[t], tab_off[t+1]) of `tab`, whose values are row numbers.
+Two weight layouts share those row numbers:
 
-Only averaged weights are written to disk, as a compact per-row sparse
-layout; loading rebuilds the hash tables.
+- training: dense `W` (n_rows x n_labels) and `U`, the step-weighted sum of
+  updates, so the averaged perceptron weights `W - U / steps` are available
+  at any time without a copy per step;
+- prediction: the averaged weights as a dense float32 matrix, cached until
+  the next update. (A per-row sparse layout was measured slower: the rows
+  read most often are the frequent features, whose rows are dense, and a
+  dense row add vectorizes.)
+- storage: the averaged weights compressed per row (`ptr`, `lab`, `val`:
+  each row's nonzero labels and values), which is what goes to disk and
+  what the statistics count.
+
+Loading rebuilds the hash tables from the stored keys.
 """
 import threading
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .kernels.hashing import capacity_for, fill_tables, rehash
+from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
 from .templates import Template, compile_templates, parse_templates
 
 FORMAT_NAME = "spacy-sparse-linear"
@@ -34,16 +42,17 @@ class SparseLinearModel:
         self.atom_pos = atom_pos
         n_tpl = len(self.templates)
         self.tab_off = np.arange(n_tpl + 1, dtype=np.int64) * 8
-        self.tab_keys = np.zeros(int(self.tab_off[-1]), dtype=np.uint64)
-        self.tab_rows = np.full(int(self.tab_off[-1]), -1, dtype=np.int32)
+        self.tab = new_table(int(self.tab_off[-1]))
         self.tab_count = np.zeros(n_tpl, dtype=np.int64)
         self.n_rows = np.zeros(1, dtype=np.int64)
-        n_labels = max(1, len(self.labels))
-        self.W = np.zeros((16, n_labels), dtype=np.float32)
-        self.U = np.zeros((16, n_labels), dtype=np.float64)
         self.row_tpl = np.zeros(16, dtype=np.int32)
         self.steps = np.zeros(1, dtype=np.float64)
-        self._averaged: Optional[np.ndarray] = None
+        # dense training layout, made on demand (see _ensure_dense)
+        self.W: Optional[np.ndarray] = None
+        self.U: Optional[np.ndarray] = None
+        # averaged weights: compressed (ptr, lab, val) and dense for prediction
+        self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
+        self._dense: Optional[np.ndarray] = None
         self._lock = threading.Lock()
 
     # ---- shape -----------------------------------------------------------
@@ -63,6 +72,7 @@ class SparseLinearModel:
         if np.any(2 * need + 2 > caps):
             new_caps = np.array([max(c, capacity_for(int(n))) for c, n in zip(caps, need)], dtype=np.int64)
             self._relayout(new_caps)
+        self._ensure_dense()
         rows_needed = int(self.n_rows[0]) + n_new * len(self.templates)
         if rows_needed > self.W.shape[0]:
             cap = max(rows_needed, 2 * self.W.shape[0])
@@ -70,41 +80,77 @@ class SparseLinearModel:
             self.U = _grow(self.U, cap)
             self.row_tpl = _grow(self.row_tpl, cap)
 
+    def _ensure_dense(self) -> None:
+        """Make the dense training layout from the compressed weights."""
+        if self.W is not None:
+            return
+        n = int(self.n_rows[0])
+        cap = max(16, n)
+        W = np.zeros((cap, max(1, self.n_labels)), dtype=np.float32)
+        ptr, lab, val = self.compact()
+        W[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
+        self.W = W
+        self.U = np.zeros(W.shape, dtype=np.float64)
+        self.steps[0] = 0.0
+        self.row_tpl = _grow(self.row_tpl, cap) if self.row_tpl.shape[0] < cap else self.row_tpl
+
     def _relayout(self, caps: np.ndarray) -> None:
         new_off = np.zeros(len(caps) + 1, dtype=np.int64)
         new_off[1:] = np.cumsum(caps)
-        keys = np.zeros(int(new_off[-1]), dtype=np.uint64)
-        rows = np.full(int(new_off[-1]), -1, dtype=np.int32)
-        rehash(self.tab_keys, self.tab_rows, self.tab_off, new_off, keys, rows)
-        self.tab_off, self.tab_keys, self.tab_rows = new_off, keys, rows
+        tab = new_table(int(new_off[-1]))
+        rehash(self.tab, self.tab_off, new_off, tab)
+        self.tab_off, self.tab = new_off, tab
 
     # ---- weights -----------------------------------------------------------
     def changed(self) -> None:
-        """Call after training touched W/U: drops the cached average."""
-        self._averaged = None
+        """Call after training touched W/U: drops the cached averages."""
+        self._compact = None
+        self._dense = None
+
+    def weights(self) -> np.ndarray:
+        """Averaged weights as the dense matrix prediction reads (cached;
+        at least one row so kernels always get a 2-D array)."""
+        dense = self._dense
+        if dense is None:
+            with self._lock:
+                dense = self._dense
+                if dense is None:
+                    dense = self.averaged()
+                    if dense.shape[0] == 0:
+                        dense = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
+                    self._dense = dense
+        return dense
 
     def averaged(self) -> np.ndarray:
-        """Averaged weights for prediction (computed once per change)."""
-        avg = self._averaged
-        if avg is None:
+        """Dense averaged weights (n_rows x n_labels), for analysis."""
+        n = int(self.n_rows[0])
+        if self.W is None:
+            out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
+            ptr, lab, val = self.compact()
+            out[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
+            return out
+        if self.steps[0] > 0:
+            return (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
+        return self.W[:n].copy()
+
+    def compact(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Averaged weights in the compressed row layout that prediction
+        reads, computed once per change (thread-safe)."""
+        compact = self._compact
+        if compact is None:
             with self._lock:
-                avg = self._averaged
-                if avg is None:
-                    n = int(self.n_rows[0])
-                    if self.steps[0] > 0:
-                        avg = (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
-                    else:
-                        avg = self.W[:n].copy()
-                    if avg.shape[0] == 0:
-                        avg = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
-                    self._averaged = avg
-        return avg
+                compact = self._compact
+                if compact is None:
+                    compact = _compress(self.averaged())
+                    self._compact = compact
+        return compact
 
     def finalize_average(self) -> None:
         """Make the averaged weights the current weights (ends averaging)."""
-        avg = self.averaged()
+        if self.W is None:
+            return
         n = int(self.n_rows[0])
-        self.W[:n] = avg[:n]
+        self.W[:n] = self.averaged()
         self.U[:n] = 0.0
         self.steps[0] = 0.0
         self.changed()
@@ -114,6 +160,7 @@ class SparseLinearModel:
         becomes empty are not saved). Ends training state; returns how many
         weights were dropped. A crude size knob for shipping a model; the
         sparsity methods do this properly."""
+        self._ensure_dense()
         self.finalize_average()
         n = int(self.n_rows[0])
         small = (np.abs(self.W[:n]) < threshold) & (self.W[:n] != 0)
@@ -123,10 +170,11 @@ class SparseLinearModel:
 
     # ---- statistics ----------------------------------------------------------
     def stats(self) -> Dict[str, Any]:
-        avg = self.averaged()[: int(self.n_rows[0])]
-        nz_rows = np.any(avg != 0, axis=1) if avg.size else np.zeros(0, dtype=bool)
-        per_tpl = np.bincount(self.row_tpl[: avg.shape[0]][nz_rows], minlength=len(self.templates))
-        nz = avg[avg != 0]
+        ptr, lab, val = self.compact()
+        n = int(self.n_rows[0])
+        nz_rows = np.diff(ptr) > 0
+        per_tpl = np.bincount(self.row_tpl[:n][nz_rows], minlength=len(self.templates))
+        nz = val[val != 0]
         return {
             "templates": int(np.count_nonzero(per_tpl)),
             "templates_total": len(self.templates),
@@ -143,16 +191,17 @@ class SparseLinearModel:
     def to_dict(self) -> Dict[str, Any]:
         """Averaged weights, nonzero rows only, each row as (label, value) pairs."""
         n = int(self.n_rows[0])
-        avg = self.averaged()[:n]
+        ptr, lab, val = self.compact()
         keys_of_row = np.zeros(n, dtype=np.uint64)
-        used = self.tab_keys != 0
-        keys_of_row[self.tab_rows[used]] = self.tab_keys[used]
-        keep = np.flatnonzero(np.any(avg != 0, axis=1)) if n else np.zeros(0, dtype=np.int64)
-        # group rows by template so a reader sees the template of each feature
+        keys, rows = self.tab[0::2], self.tab[1::2]
+        used = keys != 0
+        keys_of_row[rows[used].astype(np.int64)] = keys[used]
+        row_len = np.diff(ptr)
+        # nonzero rows only, grouped by template (stable: row order within)
+        keep = np.flatnonzero(row_len > 0)
         keep = keep[np.argsort(self.row_tpl[keep], kind="stable")]
-        sub = avg[keep]
-        r_idx, y_idx = np.nonzero(sub)
-        row_len = np.count_nonzero(sub, axis=1)
+        row_len = row_len[keep]
+        take = _gather_ranges(ptr[keep], row_len)
         label_dtype = np.uint8 if self.n_labels <= 256 else np.uint16
         return {
             "format": FORMAT_NAME,
@@ -163,8 +212,8 @@ class SparseLinearModel:
             "template_features": np.bincount(self.row_tpl[keep], minlength=len(self.templates)).astype(np.int64),
             "feature_key": keys_of_row[keep],
             "row_length": row_len.astype(np.uint8 if self.n_labels < 256 else np.uint16),
-            "row_label": y_idx.astype(label_dtype),
-            "row_value": sub[r_idx, y_idx].astype(np.float32),
+            "row_label": lab[take].astype(label_dtype),
+            "row_value": val[take].astype(np.float32),
         }
 
     @classmethod
@@ -188,23 +237,19 @@ class SparseLinearModel:
             raise ValueError("Corrupt model: a weight names a label that does not exist")
         if np.any(keys == 0) or not np.all(np.isfinite(val)):
             raise ValueError("Corrupt model: invalid feature keys or weights")
-        caps = np.array([capacity_for(int(c)) for c in np.bincount(tpl, minlength=n_tpl)], dtype=np.int64)
+        caps = np.array([capacity_for(int(c)) for c in counts], dtype=np.int64)
         model.tab_off = np.zeros(n_tpl + 1, dtype=np.int64)
         model.tab_off[1:] = np.cumsum(caps)
-        model.tab_keys = np.zeros(int(model.tab_off[-1]), dtype=np.uint64)
-        model.tab_rows = np.full(int(model.tab_off[-1]), -1, dtype=np.int32)
-        fill_tables(tpl, keys, np.arange(n, dtype=np.int32), model.tab_off, model.tab_keys, model.tab_rows)
-        if np.count_nonzero(model.tab_keys) != n:
+        model.tab = new_table(int(model.tab_off[-1]))
+        if fill_tables(tpl, keys, np.arange(n, dtype=np.int64), model.tab_off, model.tab):
             raise ValueError("Corrupt model: duplicate features")
-        model.tab_count = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
-        cap = max(16, n)
-        model.W = np.zeros((cap, max(1, n_labels)), dtype=np.float32)
-        rows = np.repeat(np.arange(n), row_len.astype(np.int64))
-        model.W[rows, lab.astype(np.int64)] = val
-        model.U = np.zeros_like(model.W, dtype=np.float64)
-        model.row_tpl = np.zeros(cap, dtype=np.int32)
+        model.tab_count = counts.copy()
+        model.row_tpl = np.zeros(max(16, n), dtype=np.int32)
         model.row_tpl[:n] = tpl
         model.n_rows[0] = n
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(row_len, out=ptr[1:])
+        model._compact = (ptr, lab.astype(np.int32), val.astype(np.float32))
         return model
 
     def to_bytes(self) -> bytes:
@@ -213,6 +258,27 @@ class SparseLinearModel:
     @classmethod
     def from_bytes(cls, data: bytes) -> "SparseLinearModel":
         return cls.from_dict(_loads(data))
+
+
+def _empty_compact(n_rows: int):
+    return (np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+
+
+def _compress(dense: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense rows -> (ptr, lab, val): each row's nonzero labels and values."""
+    rows, labels = np.nonzero(dense)
+    ptr = np.zeros(dense.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=ptr[1:])
+    return ptr, labels.astype(np.int32), dense[rows, labels].astype(np.float32)
+
+
+def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated aranges [starts[i], starts[i] + lengths[i])."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return offsets + np.arange(total)
 
 
 def _grow(arr: np.ndarray, n: int) -> np.ndarray:

@@ -26,9 +26,9 @@ def py_predict(model, batch, margin):
     table = {}
     for t in range(len(model.templates)):
         for s in range(model.tab_off[t], model.tab_off[t + 1]):
-            if model.tab_keys[s]:
-                table[(t, int(model.tab_keys[s]))] = int(model.tab_rows[s])
-    W = model.averaged()
+            if model.tab[2 * s]:
+                table[(t, int(model.tab[2 * s]))] = int(model.tab[2 * s + 1])
+    W = model.weights()
     preds, used = [], []
     for d in range(len(batch.doc_off) - 1):
         start, end = int(batch.doc_off[d]), int(batch.doc_off[d + 1])

@@ -1,8 +1,9 @@
 """Key mixing and open-addressing hash tables over numpy arrays.
 
-A table is a slice [off, off + cap) of two flat arrays: `keys` (uint64, 0 is
-empty) and `vals` (int32, a row number). `cap` is a power of two; linear
-probing. All functions are numba kernels that touch no Python object.
+A table is the slot range [off, off + cap) of one flat uint64 array `tab`
+in which slot s holds its key at tab[2s] (0: empty) and its value (a row
+number) at tab[2s + 1], so a probe reads one cache line. `cap` is a power of
+two; linear probing. All functions are numba kernels over numpy arrays.
 """
 import numpy as np
 from numba import njit
@@ -30,14 +31,14 @@ def mix(h, v):
 
 
 @njit(cache=True, nogil=True)
-def table_find(keys, vals, off, cap, key):
-    """Value stored for key in the table at [off, off+cap), or -1."""
-    mask = np.uint64(cap - 1)
-    i = np.int64(key & mask)
+def table_find(tab, off, cap, key):
+    """Value stored for key in the table at slots [off, off+cap), or -1."""
+    i = np.int64(key & np.uint64(cap - 1))
     for _ in range(cap):
-        k = keys[off + i]
+        s = 2 * (off + i)
+        k = tab[s]
         if k == key:
-            return vals[off + i]
+            return np.int64(tab[s + 1])
         if k == 0:
             return -1
         i = (i + 1) & (cap - 1)
@@ -45,12 +46,11 @@ def table_find(keys, vals, off, cap, key):
 
 
 @njit(cache=True, nogil=True)
-def table_slot(keys, off, cap, key):
-    """Slot of key, or of the empty slot where it would go (-1 if full)."""
-    mask = np.uint64(cap - 1)
-    i = np.int64(key & mask)
+def table_slot(tab, off, cap, key):
+    """Slot of key, or the empty slot where it would go (-1 if full)."""
+    i = np.int64(key & np.uint64(cap - 1))
     for _ in range(cap):
-        k = keys[off + i]
+        k = tab[2 * (off + i)]
         if k == key or k == 0:
             return off + i
         i = (i + 1) & (cap - 1)
@@ -58,43 +58,56 @@ def table_slot(keys, off, cap, key):
 
 
 @njit(cache=True, nogil=True)
-def rehash(old_keys, old_vals, old_off, new_off, new_keys, new_vals):
+def table_put(tab, slot, key, value):
+    # value before key: a concurrent reader that sees the key sees its value
+    tab[2 * slot + 1] = np.uint64(value)
+    tab[2 * slot] = key
+
+
+@njit(cache=True, nogil=True)
+def rehash(old_tab, old_off, new_off, new_tab):
     """Copy every table of a flat layout into a new layout (new capacities)."""
     n_tables = old_off.shape[0] - 1
     for t in range(n_tables):
         cap = new_off[t + 1] - new_off[t]
         for s in range(old_off[t], old_off[t + 1]):
-            k = old_keys[s]
+            k = old_tab[2 * s]
             if k != 0:
-                slot = table_slot(new_keys, new_off[t], cap, k)
-                new_keys[slot] = k
-                new_vals[slot] = old_vals[s]
+                table_put(new_tab, table_slot(new_tab, new_off[t], cap, k), k, old_tab[2 * s + 1])
 
 
 @njit(cache=True, nogil=True)
-def fill_tables(table_of, keys_in, vals_in, off, keys, vals):
-    """Insert (table_of[i], keys_in[i]) -> vals_in[i] into empty tables."""
+def fill_tables(table_of, keys_in, vals_in, off, tab):
+    """Insert (table_of[i], keys_in[i]) -> vals_in[i]; returns how many keys
+    were already present (duplicates), which a loader treats as corruption."""
+    dupes = 0
     for i in range(keys_in.shape[0]):
         t = table_of[i]
-        slot = table_slot(keys, off[t], off[t + 1] - off[t], keys_in[i])
-        # value before key: a concurrent reader that sees the key sees its value
-        vals[slot] = vals_in[i]
-        keys[slot] = keys_in[i]
+        slot = table_slot(tab, off[t], off[t + 1] - off[t], keys_in[i])
+        if tab[2 * slot] == keys_in[i]:
+            dupes += 1
+        table_put(tab, slot, keys_in[i], vals_in[i])
+    return dupes
 
 
 @njit(cache=True, nogil=True)
-def find_many(keys, vals, cap, queries, out):
-    """Look up many keys in one table starting at 0; -1 for a miss."""
+def find_many(tab, cap, queries, out):
+    """Look up many keys in one table at slot 0; -1 for a miss. Returns the
+    number of misses."""
     n_miss = 0
     for i in range(queries.shape[0]):
         q = queries[i]
         if q == 0:
             q = U1
-        r = table_find(keys, vals, 0, cap, q)
+        r = table_find(tab, 0, cap, q)
         out[i] = r
         if r < 0:
             n_miss += 1
     return n_miss
+
+
+def new_table(n_slots: int) -> np.ndarray:
+    return np.zeros(2 * n_slots, dtype=np.uint64)
 
 
 def capacity_for(n: int) -> int:

@@ -9,16 +9,40 @@ does to the state.
 import numpy as np
 from numba import njit
 
-from .hashing import table_find, table_slot
+from .hashing import table_find, table_put, table_slot
 
 NEG_INF = np.float32(-3.0e38)
 
 
 @njit(cache=True, nogil=True)
 def add_row(scores, W, row):
+    """Add one feature's weight row to the label scores."""
     if row >= 0:
         for y in range(scores.shape[0]):
             scores[y] += W[row, y]
+
+
+@njit(cache=True, nogil=True)
+def add_row_lead(scores, W, row, valid):
+    """Add a weight row and return how far the best valid label leads the
+    second, in one pass over the labels (the margin test of dynamic
+    feature selection costs no extra pass)."""
+    first = NEG_INF
+    second = NEG_INF
+    n = 0
+    for y in range(scores.shape[0]):
+        v = scores[y] + W[row, y]
+        scores[y] = v
+        if valid[y]:
+            n += 1
+            if v > first:
+                second = first
+                first = v
+            elif v > second:
+                second = v
+    if n <= 1:
+        return np.float32(3.0e38)
+    return first - second
 
 
 @njit(cache=True, nogil=True)
@@ -72,23 +96,22 @@ def loss_augmented(scores, valid, gold, margin):
 
 
 @njit(cache=True, nogil=True)
-def find_row(tab_keys, tab_rows, tab_off, t, key):
+def find_row(tab, tab_off, t, key):
     off = tab_off[t]
-    return table_find(tab_keys, tab_rows, off, tab_off[t + 1] - off, key)
+    return table_find(tab, off, tab_off[t + 1] - off, key)
 
 
 @njit(cache=True, nogil=True)
-def ensure_row(tab_keys, tab_rows, tab_off, tab_count, row_tpl, n_rows, t, key):
+def ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, key):
     """Row of (template t, key), made on first update. Python reserved room
     for it beforehand (SparseLinearModel.reserve), so this never overflows."""
     off = tab_off[t]
-    slot = table_slot(tab_keys, off, tab_off[t + 1] - off, key)
-    if tab_keys[slot] == key:
-        return tab_rows[slot]
+    slot = table_slot(tab, off, tab_off[t + 1] - off, key)
+    if tab[2 * slot] == key:
+        return np.int64(tab[2 * slot + 1])
     row = n_rows[0]
     n_rows[0] += 1
-    tab_keys[slot] = key
-    tab_rows[slot] = row
+    table_put(tab, slot, key, row)
     tab_count[t] += 1
     row_tpl[row] = t
     return row
@@ -113,7 +136,7 @@ PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop
 
 @njit(cache=True, nogil=True)
 def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
-                      W, U, tab_keys, tab_rows, tab_off, tab_count, row_tpl,
+                      W, U, tab, tab_off, tab_count, row_tpl,
                       n_rows, step, viol_t, viol_y):
     """Score templates in order for one decision, update, and return the
     label predicted from the scores computed.
@@ -131,7 +154,7 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
     scores[:] = 0.0
     n_viol = 0
     for t in range(n_tpl):
-        rows[t] = find_row(tab_keys, tab_rows, tab_off, t, keys[t])
+        rows[t] = find_row(tab, tab_off, t, keys[t])
         add_row(scores, W, rows[t])
         if objective != FULL and gold >= 0:
             y = loss_augmented(scores, valid, gold, margin)
@@ -155,7 +178,7 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
         for t in range(viol_t[v] + 1):
             r = rows[t]
             if r < 0:
-                r = ensure_row(tab_keys, tab_rows, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
+                r = ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
                 rows[t] = r
             apply_update(W, U, r, gold, viol_y[v], step)
     return pred

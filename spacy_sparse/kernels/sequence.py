@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, mix
-from .scoring import add_row, best_valid, find_row, leads_by, prefix_train_step
+from .scoring import add_row, add_row_lead, best_valid, find_row, leads_by, prefix_train_step
 
 
 @njit(cache=True, nogil=True)
@@ -36,15 +36,14 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos,
-                     tab_off, tab_keys, tab_rows, W, allowed, margin,
-                     pred, used):
+                     tab_off, tab, W, allowed, margin, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates).
 
     Writes the label into pred and the number of templates scored into used.
     """
     n_tpl = seeds.shape[0]
-    scores = np.zeros(W.shape[1], dtype=np.float32)
+    scores = np.zeros(allowed.shape[1], dtype=np.float32)
     for d in range(doc_off.shape[0] - 1):
         start = doc_off[d]
         end = doc_off[d + 1]
@@ -53,20 +52,31 @@ def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos
             valid = allowed[prev]
             scores[:] = 0.0
             n = 0
-            for t in range(n_tpl):
-                key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                   lex_rows, lex, pred)
-                add_row(scores, W, find_row(tab_keys, tab_rows, tab_off, t, key))
-                n += 1
-                if margin >= 0.0 and leads_by(scores, valid, margin):
-                    break
+            if margin < 0.0:
+                for t in range(n_tpl):
+                    key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                       lex_rows, lex, pred)
+                    add_row(scores, W, find_row(tab, tab_off, t, key))
+                n = n_tpl
+            else:
+                # all scores start equal: no label leads until a row is added
+                lead = np.float32(0.0) if not leads_by(scores, valid, margin) else np.float32(3.0e38)
+                for t in range(n_tpl):
+                    key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                       lex_rows, lex, pred)
+                    row = find_row(tab, tab_off, t, key)
+                    if row >= 0:
+                        lead = add_row_lead(scores, W, row, valid)
+                    n += 1
+                    if lead >= margin:
+                        break
             pred[i] = best_valid(scores, valid)
             used[i] = n
 
 
 @njit(cache=True, nogil=True)
 def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom_pos,
-                   tab_off, tab_keys, tab_rows, tab_count, row_tpl, n_rows,
+                   tab_off, tab, tab_count, row_tpl, n_rows,
                    W, U, step, allowed, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
@@ -94,7 +104,7 @@ def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom
                 keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
                                        lex_rows, lex, pred)
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
-                                  W, U, tab_keys, tab_rows, tab_off, tab_count, row_tpl,
+                                  W, U, tab, tab_off, tab_count, row_tpl,
                                   n_rows, step[0], viol_t, viol_y)
             pred[i] = p
             if g >= 0:

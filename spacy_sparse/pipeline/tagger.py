@@ -124,8 +124,7 @@ class SparseTagger(SparsePipe):
         margin = -1.0 if self.margin is None else self.margin
         predict_sequence(
             batch.lex_rows, batch.lex, batch.doc_off, model.seeds, model.atom_off, model.atom_src,
-            model.atom_pos, model.tab_off, model.tab_keys, model.tab_rows, model.averaged(),
-            self._allowed, margin, pred, used,
+            model.atom_pos, model.tab_off, model.tab, model.weights(), self._allowed, margin, pred, used,
         )
         self._record_usage(used)
         return pred, batch.doc_off
@@ -178,7 +177,7 @@ class SparseTagger(SparsePipe):
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
             batch.lex_rows, batch.lex, batch.doc_off, gold, model.seeds, model.atom_off, model.atom_src,
-            model.atom_pos, model.tab_off, model.tab_keys, model.tab_rows, model.tab_count, model.row_tpl,
+            model.atom_pos, model.tab_off, model.tab, model.tab_count, model.row_tpl,
             model.n_rows, model.W, model.U, model.steps, self._allowed, self.cfg["train_margin"],
             self.objective, pred,
         )
