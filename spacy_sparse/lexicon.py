@@ -13,7 +13,7 @@ lock; a writer adds new word types under a lock and publishes a new
 snapshot, never mutating one a reader might hold.
 """
 import threading
-from typing import Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -31,13 +31,16 @@ def _hash(text: str) -> int:
     return get_string_id(text) if text else 0
 
 
-def lexical_atoms(vocab: Vocab, text: str) -> Tuple[int, ...]:
-    """Atom values of one word form, in the column order of LEX_ATTRS."""
+def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None) -> Tuple[int, ...]:
+    """Atom values of one word form, in the column order of LEX_ATTRS.
+    `classes` maps a lowercase form's hash to its ambiguity class value."""
     lex = vocab[text]
+    lower = _hash(text.lower())
     digit = any(c.isdigit() for c in text)
     values = {
         "orth": _hash(text),
-        "lower": _hash(text.lower()),
+        "lower": lower,
+        "amb": classes.get(lower, 0) if classes else 0,
         "norm": lex.norm,
         "shape": lex.shape,
         "is_title": int(text.istitle()),
@@ -56,10 +59,18 @@ def lexical_atoms(vocab: Vocab, text: str) -> Tuple[int, ...]:
 class Lexicon:
     """ORTH hash -> row of lexical atom values, grown on demand."""
 
-    def __init__(self, vocab: Vocab):
+    def __init__(self, vocab: Vocab, classes: Optional[Dict[int, int]] = None):
         self.vocab = vocab
+        self.classes = dict(classes or {})
         self._lock = threading.Lock()
         self._reset()
+
+    def set_classes(self, classes: Dict[int, int]) -> None:
+        """Use a model's ambiguity classes; cached rows are recomputed."""
+        with self._lock:
+            if classes != self.classes:
+                self.classes = dict(classes)
+                self._reset()
 
     def _reset(self) -> None:
         cap = 1024
@@ -94,7 +105,7 @@ class Lexicon:
             self._reset()
         tab, values = self._snapshot
         strings = self.vocab.strings
-        fresh = np.array([lexical_atoms(self.vocab, strings[int(o)]) for o in new_orths],
+        fresh = np.array([lexical_atoms(self.vocab, strings[int(o)], self.classes) for o in new_orths],
                          dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
         n_old, n_new = self._n, self._n + len(new_orths)
         if n_new + 1 > values.shape[0]:

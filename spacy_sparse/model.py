@@ -54,6 +54,8 @@ class SparseLinearModel:
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
         self._lock = threading.Lock()
+        # ambiguity classes: hash of a lowercase form -> hash of its class
+        self.lex_classes: Dict[int, int] = {}
 
     # ---- shape -----------------------------------------------------------
     @property
@@ -214,6 +216,8 @@ class SparseLinearModel:
             "row_length": row_len.astype(np.uint8 if self.n_labels < 256 else np.uint16),
             "row_label": lab[take].astype(label_dtype),
             "row_value": val[take].astype(np.float32),
+            "class_keys": np.array(sorted(self.lex_classes), dtype=np.uint64),
+            "class_values": np.array([self.lex_classes[k] for k in sorted(self.lex_classes)], dtype=np.uint64),
         }
 
     @classmethod
@@ -250,6 +254,11 @@ class SparseLinearModel:
         ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(row_len, out=ptr[1:])
         model._compact = (ptr, lab.astype(np.int32), val.astype(np.float32))
+        class_keys = _array(msg, "class_keys", (np.uint64,), 1)
+        class_values = _array(msg, "class_values", (np.uint64,), 1)
+        if class_keys.shape != class_values.shape:
+            raise ValueError("Corrupt model: ambiguity class arrays disagree in length")
+        model.lex_classes = dict(zip(class_keys.tolist(), class_values.tolist()))
         return model
 
     def to_bytes(self) -> bytes:

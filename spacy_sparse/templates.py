@@ -21,12 +21,17 @@ import numpy as np
 from spacy.util import registry
 
 # Lexical attributes, computed once per word type (see lexicon.py). The
-# column of an attribute in the lexicon table is its index here.
+# column of an attribute in the lexicon table is its index here. "amb" is
+# the word's ambiguity class: the set of labels its lowercase form took in
+# the training data (frequent words only), kept in the model file. Read at
+# positions to the right it gives a left-to-right model a view of what comes
+# next.
 LEX_ATTRS: Tuple[str, ...] = (
     "orth", "lower", "norm", "shape",
     "pre1", "pre2", "pre3", "pre4",
     "suf1", "suf2", "suf3", "suf4",
     "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct",
+    "amb",
 )
 LEX_COLUMN = {name: i for i, name in enumerate(LEX_ATTRS)}
 
@@ -127,27 +132,32 @@ def compile_templates(templates: Sequence[Template]):
     )
 
 
-# A tagging set of 46 templates (Strubell et al. used 46), listed in a cheap
+# A tagging set of 48 templates (Strubell et al. used 46), listed in a cheap
 # default order: strong, small templates first, rarer conjunctions last. The
 # wrapper method (learn/ordering.py) learns a better order from data.
 TAGGER_TEMPLATES: Tuple[str, ...] = (
     "lower@0",
     "suf3@0",
     "tag@-1",
+    "amb@1",
     "tag@-1+lower@0",
     "shape@0",
+    "amb@0",
     "lower@-1+lower@0",
     "lower@0+lower@1",
-    "suf2@0",
     "tag@-2+tag@-1",
+    "suf2@0",
     "lower@1",
     "lower@-1",
     "suf3@0+shape@0",
+    "amb@0+amb@1",
+    "tag@-1+amb@0",
     "pre1@0",
     "suf4@0",
     "suf1@0",
     "orth@0",
     "tag@-1+suf3@0",
+    "amb@2",
     "suf3@1",
     "suf3@-1",
     "is_title@0+tag@-1",
@@ -161,22 +171,19 @@ TAGGER_TEMPLATES: Tuple[str, ...] = (
     "lower@-1+lower@0+lower@1",
     "tag@-1+lower@1",
     "tag@-2+lower@0",
-    "lower@-2+lower@-1",
-    "lower@1+lower@2",
+    "tag@-1+amb@1",
+    "lower@0+amb@1",
+    "amb@1+amb@2",
     "tag@-1+shape@0",
     "shape@-1+shape@0+shape@1",
     "lower@0+suf3@1",
     "suf3@-1+lower@0",
-    "pre4@0",
     "norm@0",
-    "suf2@1",
-    "suf2@-1",
     "is_title@1",
-    "is_title@-1",
-    "suf3@2",
-    "suf3@-2",
+    "suf3@0+amb@1",
     "tag@-1+tag@-2+lower@0",
     "pre1@0+suf3@0",
+    "lower@1+lower@2",
 )
 
 

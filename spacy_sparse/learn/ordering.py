@@ -14,6 +14,7 @@ from spacy.training import Example
 from tqdm import tqdm
 
 from ..bench import ACCURACY_KEYS
+from ..pipeline.base import ambiguity_classes
 
 
 def _take_words(examples: List[Example], n_words: int) -> List[Example]:
@@ -47,17 +48,19 @@ def wrapper_order(
     rng.shuffle(train)
     train = _take_words(train, train_words)
     dev = _take_words(list(dev), dev_words)
-    nlp = spacy.blank(lang)
+    # the examples' strings live in their vocab: the probe pipes must share it
+    nlp = spacy.blank(lang, vocab=train[0].predicted.vocab)
     cfg = {"mode": "full", "train_margin": 0.0, **(config or {})}
     probe = nlp.add_pipe(factory, name="probe", config={**cfg, "templates": list(templates)})
     labels = probe._labels_from(train)
+    classes = ambiguity_classes(probe._word_labels(train))
     lexicon = probe.lexicon
     dev_docs = [eg.predicted for eg in dev]
 
     def score(candidate: List[str]) -> float:
         pipe = nlp.create_pipe(factory, config={**cfg, "templates": candidate})
         pipe.lexicon = lexicon
-        pipe._build_model(labels, None)
+        pipe._build_model(labels, None, classes)
         order = list(range(len(train)))
         for epoch in range(epochs):
             random.Random(seed + epoch).shuffle(order)

@@ -13,6 +13,7 @@ import srsly
 from spacy import util
 from spacy.attrs import ORTH
 from spacy.errors import Errors
+from spacy.strings import get_string_id
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
@@ -44,6 +45,26 @@ def check_margin(value: Any, what: str = "margin") -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
         raise ValueError(f"{what} must be None or a non-negative number, got {value!r}")
     return float(value)
+
+
+def ambiguity_classes(pairs: Iterable[Tuple[str, str]], min_count: int = 3,
+                      min_share: float = 0.01) -> Dict[int, int]:
+    """Lowercase form -> the set of labels it took, for forms seen at least
+    `min_count` times; labels under `min_share` of a form's uses are noise.
+    Rare forms get no class, so training sees what unknown words look like
+    (a singleton's class would simply be its gold label)."""
+    counts: Dict[str, Dict[str, int]] = {}
+    for word, label in pairs:
+        if label:
+            per = counts.setdefault(word.lower(), {})
+            per[label] = per.get(label, 0) + 1
+    classes = {}
+    for word, per in counts.items():
+        total = sum(per.values())
+        if total >= min_count:
+            kept = sorted(lab for lab, c in per.items() if c >= min_share * total)
+            classes[get_string_id(word)] = get_string_id("amb:" + "|".join(kept))
+    return classes
 
 
 class DocBatch:
@@ -158,7 +179,8 @@ class SparsePipe(TrainablePipe):
             )
         return self.sparse
 
-    def _build_model(self, labels: Sequence[str], order: Optional[Any]) -> None:
+    def _build_model(self, labels: Sequence[str], order: Optional[Any],
+                     classes: Optional[Dict[int, int]] = None) -> None:
         templates = list(self.cfg["templates"])
         if order is not None:
             if isinstance(order, (str, Path)):
@@ -171,6 +193,8 @@ class SparsePipe(TrainablePipe):
             raise ValueError(f"No labels for {self.name!r}: the training data has no annotation it could learn")
         self.cfg["labels"] = list(labels)
         self.sparse = SparseLinearModel(templates, labels)
+        self.sparse.lex_classes = dict(classes or {})
+        self.lexicon.set_classes(self.sparse.lex_classes)
         self._labels_changed()
 
     def _labels_changed(self) -> None:
@@ -191,10 +215,15 @@ class SparsePipe(TrainablePipe):
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if labels is None:
             labels = self._labels_from(get_examples())
-        self._build_model(list(labels), order)
+        pairs = self._word_labels(get_examples())
+        self._build_model(list(labels), order, ambiguity_classes(pairs))
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         raise NotImplementedError
+
+    def _word_labels(self, examples: Iterable[Example]) -> Iterable[Tuple[str, str]]:
+        """(word, label) pairs of the training data, for ambiguity classes."""
+        return ()
 
     def update(
         self,
@@ -285,6 +314,7 @@ class SparsePipe(TrainablePipe):
         except ValueError as err:
             raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
         self.sparse = model
+        self.lexicon.set_classes(model.lex_classes)
         self.cfg["templates"] = model.template_names
         self.cfg["labels"] = list(model.labels)
         self._labels_changed()

@@ -22,7 +22,7 @@ DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
     "annotate": "tag",
     "margin": None,
-    "train_margin": 50.0,
+    "train_margin": 200.0,
     "mode": "prefix",
     "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
 }
@@ -113,6 +113,11 @@ class SparseTagger(SparsePipe):
                 if value:
                     seen.add(value)
         return sorted(seen)
+
+    def _word_labels(self, examples: Iterable[Example]):
+        for eg in examples:
+            for token in eg.reference:
+                yield token.text, getattr(token, self.annotate + "_")
 
     # ---- inference -----------------------------------------------------------
     def predict(self, docs: Iterable[Doc]):

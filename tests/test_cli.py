@@ -1,0 +1,86 @@
+"""The documented command lines: spacy train with our config, bench, report, order-templates."""
+import json
+import subprocess
+import sys
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from conftest import ROOT
+
+
+def run(*args, cwd=ROOT):
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def corpus(ewt_refs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("corpus")
+    DocBin(docs=ewt_refs["train"][:120]).to_disk(out / "train.spacy")
+    DocBin(docs=ewt_refs["dev"][:30]).to_disk(out / "dev.spacy")
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained_dir(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("training")
+    run("spacy", "train", "configs/tagger.cfg", "--output", str(out),
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--training.max_epochs", "3", "--training.eval_frequency", "50")
+    return out / "model-best"
+
+
+def test_spacy_train_cli_produces_a_loadable_model(trained_dir):
+    nlp = spacy.load(trained_dir)
+    assert nlp.pipe_names == ["sparse_tagger"]
+    doc = nlp("The results were published yesterday .")
+    assert all(t.tag_ for t in doc)
+    meta = json.loads((trained_dir / "meta.json").read_text())
+    assert meta["performance"]["tag_acc"] > 0.8
+
+
+def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
+    out = tmp_path / "bench.json"
+    run("spacy_sparse", "bench", str(trained_dir), str(corpus / "dev.spacy"), "--margins", "none,300,50",
+        "--repeat", "1", "--json", str(out), "--compare", str(trained_dir))
+    rows = json.loads(out.read_text())
+    assert [r["margin"] for r in rows] == [None, 300.0, 50.0]
+    for r in rows:
+        assert {"margin", "accuracy", "templates_per_token", "words_per_second"} <= set(r)
+        assert 0.0 < r["accuracy"] <= 1.0 and r["words_per_second"] > 0
+    assert rows[0]["templates_per_token"] == 48.0
+    assert rows[2]["templates_per_token"] < rows[0]["templates_per_token"]
+    assert "ratio_vs_compare" in rows[0]
+
+
+def test_report_cli_json(trained_dir):
+    report = json.loads(run("spacy_sparse", "report", str(trained_dir), "--json"))
+    stats = report["sparse_tagger"]
+    for key in ("templates", "features", "nonzero_features", "distinct_weights", "bytes"):
+        assert stats[key] > 0
+    assert stats["bytes"] == (trained_dir / "sparse_tagger" / "model").stat().st_size
+
+
+def test_order_templates_cli_and_config_use(corpus, tmp_path):
+    order_file = tmp_path / "order.json"
+    run("spacy_sparse", "order-templates", str(corpus / "train.spacy"), str(corpus / "dev.spacy"), str(order_file),
+        "--max-steps", "2", "--train-words", "3000", "--dev-words", "1000", "--epochs", "1")
+    order = json.loads(order_file.read_text())
+    default = spacy.blank("en").add_pipe("sparse_tagger").cfg["templates"]
+    assert sorted(order) == sorted(default)
+    out = tmp_path / "ordered"
+    run("spacy", "train", "configs/tagger.cfg", "--output", str(out),
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--paths.order", str(order_file), "--training.max_epochs", "1")
+    nlp = spacy.load(out / "model-last")
+    assert nlp.get_pipe("sparse_tagger").sparse.template_names[:2] == order[:2]
+
+
+def test_bad_model_path_fails_cleanly(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "report", str(tmp_path / "missing")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
