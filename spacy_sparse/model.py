@@ -50,6 +50,8 @@ class SparseLinearModel:
         # dense training layout, made on demand (see _ensure_dense)
         self.W: Optional[np.ndarray] = None
         self.U: Optional[np.ndarray] = None
+        # AdaGrad's sums of squared gradients (only when that learner runs)
+        self.G: np.ndarray = np.zeros((1, 1), dtype=np.float32)
         # averaged weights: compressed (ptr, lab, val) and dense for prediction
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
@@ -66,7 +68,7 @@ class SparseLinearModel:
     def n_labels(self) -> int:
         return len(self.labels)
 
-    def reserve(self, n_new: int) -> None:
+    def reserve(self, n_new: int, adagrad: bool = False) -> None:
         """Make room for n_new more features in every table before a
         training kernel runs, so kernels never need to grow arrays."""
         need = self.tab_count + n_new
@@ -81,6 +83,8 @@ class SparseLinearModel:
             self.W = _grow(self.W, cap)
             self.U = _grow(self.U, cap)
             self.row_tpl = _grow(self.row_tpl, cap)
+        if adagrad and self.G.shape != self.W.shape:
+            self.G = _grow(self.G, self.W.shape[0]) if self.G.shape[1] == self.W.shape[1] else np.zeros_like(self.W)
 
     def _ensure_dense(self) -> None:
         """Make the dense training layout from the compressed weights."""

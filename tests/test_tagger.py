@@ -36,7 +36,7 @@ def test_training_on_ewt_slice_reaches_real_accuracy(trained, ewt_refs):
     acc = tagger.score(examples)["tag_acc"]
     assert acc > 0.86, acc
     # dynamic feature selection: a margin scores fewer templates and stays close
-    tagger.margin = 200.0
+    tagger.margin = 25.0
     tagger.reset_usage()
     docs = [eg.predicted for eg in examples]
     list(tagger.pipe(docs))
@@ -47,7 +47,7 @@ def test_training_on_ewt_slice_reaches_real_accuracy(trained, ewt_refs):
 
 
 def test_baseline_mode_trains_too(ewt_refs):
-    nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=2, mode="full", train_margin=0.0)
+    nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=2, mode="full", train_margin=0.0, learner="perceptron")
     examples = to_examples(nlp, ewt_refs["dev"])
     list(tagger.pipe([eg.predicted for eg in examples]))
     assert tagger.score(examples)["tag_acc"] > 0.8

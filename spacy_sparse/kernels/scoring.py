@@ -22,25 +22,25 @@ def add_row(scores, W, row):
             scores[y] += W[row, y]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def add_row_lead(scores, W, row, valid):
     """Add a weight row and return how far the best valid label leads the
-    second, in one pass over the labels (the margin test of dynamic
-    feature selection costs no extra pass)."""
+    second (0 on a tie): the margin test of dynamic feature selection.
+    Written as branch-free max reductions so they vectorize."""
     first = NEG_INF
-    second = NEG_INF
-    n = 0
     for y in range(scores.shape[0]):
         v = scores[y] + W[row, y]
         scores[y] = v
-        if valid[y]:
-            n += 1
-            if v > first:
-                second = first
-                first = v
-            elif v > second:
-                second = v
-    if n <= 1:
+        first = max(first, v if valid[y] else NEG_INF)
+    second = NEG_INF
+    ties = 0
+    for y in range(scores.shape[0]):
+        v = scores[y] if valid[y] else NEG_INF
+        ties += 1 if v == first else 0
+        second = max(second, NEG_INF if v == first else v)
+    if ties > 1:
+        return np.float32(0.0)
+    if second == NEG_INF:
         return np.float32(3.0e38)
     return first - second
 
@@ -118,14 +118,29 @@ def ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, key):
 
 
 @njit(cache=True, nogil=True)
-def apply_update(W, U, row, gold, wrong, step):
-    """Perceptron step on one feature row. U accumulates step-weighted
-    updates so the average of all past weights is W - U / n_steps, kept
-    without touching rows that are not updated."""
-    W[row, gold] += 1.0
-    W[row, wrong] -= 1.0
-    U[row, gold] += step
-    U[row, wrong] -= step
+def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr):
+    """Apply one template's summed hinge gradient (`grad` over the labels in
+    `touched`) to its feature row.
+
+    Perceptron: W += grad. AdaGrad (Duchi et al. 2011, as Strubell et al.
+    used): W += lr * grad / sqrt(G), G the running sum of squared gradients
+    per weight, so templates that take part in many prefixes (the first
+    ones) do not take proportionally larger steps. Either way U accumulates
+    step-weighted changes so the average of all past weights is
+    W - U / steps, without touching rows that are not updated.
+    """
+    for k in range(n_touched):
+        y = touched[k]
+        g = grad[y]
+        if g == 0.0:
+            continue
+        if adagrad:
+            G[row, y] += g * g
+            delta = lr * g / np.sqrt(G[row, y])
+        else:
+            delta = g
+        W[row, y] += delta
+        U[row, y] += step * delta
 
 
 # Training objectives (the `objective` argument of the training kernels).
@@ -136,19 +151,20 @@ PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop
 
 @njit(cache=True, nogil=True)
 def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
-                      W, U, tab, tab_off, tab_count, row_tpl,
-                      n_rows, step, viol_t, viol_y):
+                      W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
+                      n_rows, step, viol_t, viol_y, grad, touched):
     """Score templates in order for one decision, update, and return the
     label predicted from the scores computed.
 
     PREFIX_TRUNCATED: prefixes are scored until gold leads by the margin;
-    every prefix i before that point adds its hinge update (gold up, the
+    every prefix i before that point adds its hinge gradient (gold up, the
     loss-augmented argmax down) to templates 1..i.
     PREFIX_ALL: the same hinge for every prefix 1..T, whether or not an
     earlier one already had gold ahead by the margin.
     FULL: one hinge update of all templates on the complete score (margin 0
     is the plain perceptron).
-    `rows` receives the row of each template's feature (-1: unknown).
+    `rows` receives the row of each template's feature (-1: unknown);
+    `grad` (zeros, n_labels) and `touched` are scratch space.
     """
     n_tpl = keys.shape[0]
     scores[:] = 0.0
@@ -174,11 +190,33 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
             viol_t[0] = n_tpl - 1
             viol_y[0] = y
             n_viol = 1
-    for v in range(n_viol):
-        for t in range(viol_t[v] + 1):
-            r = rows[t]
-            if r < 0:
-                r = ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
-                rows[t] = r
-            apply_update(W, U, r, gold, viol_y[v], step)
+    if n_viol == 0:
+        return pred
+    # Template t's gradient sums the hinge gradients of the violating
+    # prefixes that contain it (those ending at t or later): walk templates
+    # from the last violation down, adding each violation as it is reached.
+    n_touched = 1
+    touched[0] = gold
+    v = n_viol - 1
+    for t in range(viol_t[n_viol - 1], -1, -1):
+        while v >= 0 and viol_t[v] == t:
+            y = viol_y[v]
+            if grad[y] == 0.0:
+                seen = False
+                for k in range(n_touched):
+                    if touched[k] == y:
+                        seen = True
+                if not seen:
+                    touched[n_touched] = y
+                    n_touched += 1
+            grad[gold] += 1.0
+            grad[y] -= 1.0
+            v -= 1
+        r = rows[t]
+        if r < 0:
+            r = ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
+            rows[t] = r
+        apply_gradient(W, U, G, r, grad, touched, n_touched, step, adagrad, lr)
+    for k in range(n_touched):
+        grad[touched[k]] = 0.0
     return pred

@@ -34,6 +34,9 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
     return h
 
 
+LOOKAHEAD = 8
+
+
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos,
                      tab_off, tab, W, allowed, margin, pred, used):
@@ -44,6 +47,8 @@ def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos
     """
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[1], dtype=np.float32)
+    ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
+    touch = np.float32(0.0)
     for d in range(doc_off.shape[0] - 1):
         start = doc_off[d]
         end = doc_off[d + 1]
@@ -53,31 +58,49 @@ def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos
             scores[:] = 0.0
             n = 0
             if margin < 0.0:
-                for t in range(n_tpl):
-                    key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                       lex_rows, lex, pred)
-                    add_row(scores, W, find_row(tab, tab_off, t, key))
+                for block in range(0, n_tpl, LOOKAHEAD):
+                    stop = min(block + LOOKAHEAD, n_tpl)
+                    for t in range(block, stop):
+                        key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                           lex_rows, lex, pred)
+                        ahead[t - block] = find_row(tab, tab_off, t, key)
+                    for t in range(block, stop):
+                        add_row(scores, W, ahead[t - block])
                 n = n_tpl
             else:
                 # all scores start equal: no label leads until a row is added
                 lead = np.float32(0.0) if not leads_by(scores, valid, margin) else np.float32(3.0e38)
-                for t in range(n_tpl):
-                    key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                       lex_rows, lex, pred)
-                    row = find_row(tab, tab_off, t, key)
-                    if row >= 0:
-                        lead = add_row_lead(scores, W, row, valid)
-                    n += 1
-                    if lead >= margin:
+                done = False
+                # Look rows up a block of templates ahead: the probes are
+                # independent, so their memory latencies overlap; the margin
+                # test still runs after every single template.
+                for block in range(0, n_tpl, LOOKAHEAD):
+                    if done:
                         break
+                    stop = min(block + LOOKAHEAD, n_tpl)
+                    for t in range(block, stop):
+                        key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                           lex_rows, lex, pred)
+                        ahead[t - block] = find_row(tab, tab_off, t, key)
+                        if ahead[t - block] >= 0:
+                            touch += W[ahead[t - block], 0]
+                    for t in range(block, stop):
+                        row = ahead[t - block]
+                        if row >= 0:
+                            lead = add_row_lead(scores, W, row, valid)
+                        n += 1
+                        if lead >= margin:
+                            done = True
+                            break
             pred[i] = best_valid(scores, valid)
             used[i] = n
+    return touch
 
 
 @njit(cache=True, nogil=True)
 def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom_pos,
                    tab_off, tab, tab_count, row_tpl, n_rows,
-                   W, U, step, allowed, margin, objective, pred):
+                   W, U, G, adagrad, lr, step, allowed, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
     tokens with a gold label that were predicted wrongly.
@@ -90,6 +113,8 @@ def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom
     viol_t = np.zeros(n_tpl, dtype=np.int64)
     viol_y = np.zeros(n_tpl, dtype=np.int64)
     scores = np.zeros(W.shape[1], dtype=np.float32)
+    grad = np.zeros(W.shape[1], dtype=np.float32)
+    touched = np.zeros(W.shape[1] + 1, dtype=np.int64)
     errors = 0
     for d in range(doc_off.shape[0] - 1):
         start = doc_off[d]
@@ -104,8 +129,8 @@ def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom
                 keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
                                        lex_rows, lex, pred)
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
-                                  W, U, tab, tab_off, tab_count, row_tpl,
-                                  n_rows, step[0], viol_t, viol_y)
+                                  W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
+                                  n_rows, step[0], viol_t, viol_y, grad, touched)
             pred[i] = p
             if g >= 0:
                 step[0] += 1.0

@@ -27,6 +27,7 @@ from ..templates import apply_order, parse_templates
 from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED
 
 MODES = {"prefix": PREFIX_ALL, "dynamic": PREFIX_TRUNCATED, "full": FULL}
+LEARNERS = ("adagrad", "perceptron")
 
 
 def _no_forward(model, X, is_train):
@@ -95,11 +96,17 @@ class SparsePipe(TrainablePipe):
         train_margin: float,
         mode: str,
         scorer: Optional[Callable],
+        learner: str = "perceptron",
+        learn_rate: float = 1.0,
         **extra_cfg: Any,
     ):
         parse_templates(templates)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+        if learner not in LEARNERS:
+            raise ValueError(f"learner must be one of {LEARNERS}, got {learner!r}")
+        if isinstance(learn_rate, bool) or not isinstance(learn_rate, (int, float)) or not learn_rate > 0:
+            raise ValueError(f"learn_rate must be a positive number, got {learn_rate!r}")
         self.vocab = vocab
         self.name = name
         self.model = placeholder_model()
@@ -109,6 +116,8 @@ class SparsePipe(TrainablePipe):
             "margin": check_margin(margin),
             "train_margin": check_margin(train_margin, "train_margin"),
             "mode": mode,
+            "learner": learner,
+            "learn_rate": float(learn_rate),
             "labels": [],
             **extra_cfg,
         }
@@ -133,6 +142,10 @@ class SparsePipe(TrainablePipe):
     @property
     def objective(self) -> int:
         return MODES[self.cfg["mode"]]
+
+    @property
+    def adagrad(self) -> bool:
+        return self.cfg.get("learner", "perceptron") == "adagrad"
 
     def reset_usage(self) -> None:
         self.usage = {"tokens": 0, "templates": 0}

@@ -22,8 +22,10 @@ DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
     "annotate": "tag",
     "margin": None,
-    "train_margin": 200.0,
+    "train_margin": 30.0,
     "mode": "prefix",
+    "learner": "adagrad",
+    "learn_rate": 1.0,
     "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
 }
 
@@ -42,6 +44,8 @@ def make_sparse_tagger(
     margin: Optional[float],
     train_margin: float,
     mode: str,
+    learner: str,
+    learn_rate: float,
     scorer: Optional[Callable],
 ) -> "SparseTagger":
     """Create a sparse tagger.
@@ -57,11 +61,14 @@ def make_sparse_tagger(
         as written (prefixes only up to the one where gold first leads by the
         margin); "full" is the classic averaged perceptron on all templates,
         the baseline. README.md compares them.
+    learner (str): "adagrad" (per-weight step sizes, as Strubell et al.) or
+        "perceptron" (unit steps); both keep averaged weights for prediction.
+    learn_rate (float): AdaGrad's base step size (the margin's unit).
     scorer (Optional[Callable]): the scoring method.
     """
     return SparseTagger(
         nlp.vocab, name, templates=templates, annotate=annotate, margin=margin,
-        train_margin=train_margin, mode=mode, scorer=scorer,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate, scorer=scorer,
     )
 
 
@@ -178,11 +185,12 @@ class SparseTagger(SparsePipe):
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         batch = DocBatch([eg.predicted for eg in examples], self.lexicon)
         gold = self._gold(examples, batch.n_tokens)
-        model.reserve(batch.n_tokens)
+        model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
             batch.lex_rows, batch.lex, batch.doc_off, gold, model.seeds, model.atom_off, model.atom_src,
             model.atom_pos, model.tab_off, model.tab, model.tab_count, model.row_tpl,
-            model.n_rows, model.W, model.U, model.steps, self._allowed, self.cfg["train_margin"],
+            model.n_rows, model.W, model.U, model.G, self.adagrad, self.cfg["learn_rate"], model.steps,
+            self._allowed, self.cfg["train_margin"],
             self.objective, pred,
         )
