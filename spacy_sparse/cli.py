@@ -240,7 +240,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
     p.add_argument("model")
-    p.add_argument("--min-weight", type=float, default=32.0, help="drop averaged weights smaller than this")
+    p.add_argument("--min-weight", type=float, default=1.4, help="drop averaged weights smaller than this")
     p.set_defaults(func=cmd_ship_default)
 
     p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")
