@@ -10,6 +10,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from .pipeline.base import SparsePipe
+from .readers import bare_copy
 
 # The score each task is judged by, first match wins.
 ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las")
@@ -45,9 +46,10 @@ def read_references(nlp: Language, path: Path) -> List[Doc]:
     return list(DocBin().from_disk(path).get_docs(nlp.vocab))
 
 
-def bare_docs(nlp: Language, references: Sequence[Doc]) -> List[Doc]:
-    """Unannotated copies of the gold docs (gold tokens, no tokenizer time)."""
-    return [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in references]
+def bare_docs(nlp: Language, references: Sequence[Doc], sents: bool = False) -> List[Doc]:
+    """Unannotated copies of the gold docs (gold tokens, no tokenizer time;
+    with `sents`, the gold sentence starts too)."""
+    return [bare_copy(d, sents, nlp.vocab) for d in references]
 
 
 def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:
@@ -78,6 +80,7 @@ def run_bench(
     component: Optional[str] = None,
     compare: Optional[str] = None,
     repeat: int = 3,
+    sents: bool = False,
 ) -> Dict[str, Any]:
     nlp = spacy.load(model)
     found = sparse_components(nlp)
@@ -89,7 +92,7 @@ def run_bench(
             raise ValueError(f"{model} has no sparse component named {component!r}")
     name, pipe = found[0]
     references = read_references(nlp, data)
-    docs = bare_docs(nlp, references)
+    docs = bare_docs(nlp, references, sents)
     n_words = sum(len(d) for d in docs)
     original = pipe.margin
     rows = []
@@ -111,10 +114,10 @@ def run_bench(
     for r in rows:
         r["speedup"] = r["words_per_second"] / base if base else None
     result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data), "words": n_words,
-                              "repeat": repeat, "rows": rows}
+                              "repeat": repeat, "gold_sentences": sents, "rows": rows}
     if compare:
         other = spacy.load(compare)
-        other_docs = bare_docs(other, references)
+        other_docs = bare_docs(other, references, sents)
         time_pipe(other, other_docs[:20], 1)
         other_wps = time_pipe(other, other_docs, repeat)
         result["compare"] = {"model": str(compare), "words_per_second": other_wps}

@@ -15,7 +15,10 @@ from spacy.training import Example
 from spacy.util import ensure_path, registry
 
 
-def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0) -> Iterator[Example]:
+def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
+                        sents: bool = False) -> Iterator[Example]:
+    """Examples whose predicted doc has the gold tokens (and, with `sents`,
+    the gold sentence boundaries) and no other annotation."""
     path = ensure_path(path)
     if path is None or not path.exists():
         raise ValueError(f"Corpus file not found: {path}")
@@ -23,19 +26,30 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0) -
     n = 0
     for file in files:
         for ref in DocBin().from_disk(file).get_docs(nlp.vocab):
-            words = [t.text for t in ref]
-            spaces = [bool(t.whitespace_) for t in ref]
-            yield Example(Doc(nlp.vocab, words=words, spaces=spaces), ref)
+            yield Example(bare_copy(ref, sents), ref)
             n += 1
             if limit and n >= limit:
                 return
 
 
+def bare_copy(ref: Doc, sents: bool = False, vocab=None) -> Doc:
+    """A doc with the tokens of `ref` (and its sentence starts, if asked and
+    set) but none of its other annotation, in `vocab` (default: ref's)."""
+    words = [t.text for t in ref]
+    spaces = [bool(t.whitespace_) for t in ref]
+    starts = None
+    if sents and len(ref) and ref.has_annotation("SENT_START"):
+        starts = [bool(t.is_sent_start) for t in ref]
+    return Doc(vocab or ref.vocab, words=words, spaces=spaces, sent_starts=starts)
+
+
 @registry.readers("spacy_sparse.GoldTokenCorpus.v1")
-def create_gold_token_corpus(path: Path, limit: int = 0) -> Callable[[Language], Iterable[Example]]:
-    """Examples with gold tokens, one per stored doc (`limit` docs at most)."""
+def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False) -> Callable[[Language], Iterable[Example]]:
+    """Examples with gold tokens, one per stored doc (`limit` docs at most);
+    `sents` also gives the model the gold sentence boundaries (gold
+    segmentation, as UD evaluations with gold tokenization assume)."""
 
     def read(nlp: Language) -> Iterable[Example]:
-        return gold_token_examples(nlp, path, limit)
+        return gold_token_examples(nlp, path, limit, sents)
 
     return read

@@ -174,3 +174,19 @@ def test_order_is_applied_at_initialize(ewt_refs, tmp_path):
     assert tagger.sparse.template_names[:2] == order
     with pytest.raises(ValueError, match="not in the template set"):
         tagger.initialize(lambda: train, nlp=nlp, order=["lower@7"])
+
+
+def test_sentences_are_segments(trained, ewt_refs):
+    """A doc with sentence starts is labelled sentence by sentence: the same
+    as tagging each sentence as a doc of its own."""
+    from spacy_sparse.readers import bare_copy
+
+    nlp, tagger = trained
+    ref = ewt_refs["dev"][0]
+    whole = bare_copy(ref, sents=True)
+    assert len(list(whole.sents)) > 1
+    tagged = tagger(whole)
+    separate = [tagger(bare_copy(sent.as_doc())) for sent in ref.sents]
+    assert [t.tag_ for t in tagged] == [t.tag_ for d in separate for t in d]
+    plain = tagger(bare_copy(ref))
+    assert not plain.has_annotation("SENT_START")

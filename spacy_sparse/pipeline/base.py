@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy as np
 import srsly
 from spacy import util
-from spacy.attrs import ORTH
+from spacy.attrs import ORTH, SENT_START
 from spacy.errors import Errors
 from spacy.strings import get_string_id
 from spacy.pipeline import TrainablePipe
@@ -69,7 +69,13 @@ def ambiguity_classes(pairs: Iterable[Tuple[str, str]], min_count: int = 3,
 
 
 class DocBatch:
-    """Tokens of several docs as flat arrays (the kernels' input)."""
+    """Tokens of several docs as flat arrays (the kernels' input).
+
+    `doc_off` delimits docs; `seg_off` delimits the segments the kernels
+    label one at a time: the sentences of a doc whose sentence boundaries are
+    set (by a senter, a parser, the user or gold preprocessing), else the
+    whole doc. Context windows and label history do not cross a segment edge.
+    """
 
     def __init__(self, docs: Sequence[Doc], lexicon: Lexicon):
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
@@ -81,6 +87,12 @@ class DocBatch:
         else:
             orths = np.zeros(0, dtype=np.uint64)
         self.lex_rows, self.lex = lexicon.lookup(orths)
+        starts = [self.doc_off[:-1][lengths > 0]]
+        for i, doc in enumerate(docs):
+            if len(doc) > 1 and doc.has_annotation("SENT_START"):
+                inner = np.flatnonzero(doc.to_array(SENT_START)[1:] == 1) + 1
+                starts.append(inner + self.doc_off[i])
+        self.seg_off = np.unique(np.concatenate(starts + [self.doc_off[-1:]])).astype(np.int64)
 
 
 class SparsePipe(TrainablePipe):

@@ -135,7 +135,7 @@ class SparseTagger(SparsePipe):
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin = -1.0 if self.margin is None else self.margin
         predict_sequence(
-            batch.lex_rows, batch.lex, batch.doc_off, model.seeds, model.atom_off, model.atom_src,
+            batch.lex_rows, batch.lex, batch.seg_off, model.seeds, model.atom_off, model.atom_src,
             model.atom_pos, model.tab_off, model.tab, model.weights(), self._allowed, margin, pred, used,
         )
         self._record_usage(used)
@@ -188,7 +188,7 @@ class SparseTagger(SparsePipe):
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
-            batch.lex_rows, batch.lex, batch.doc_off, gold, model.seeds, model.atom_off, model.atom_src,
+            batch.lex_rows, batch.lex, batch.seg_off, gold, model.seeds, model.atom_off, model.atom_src,
             model.atom_pos, model.tab_off, model.tab, model.tab_count, model.row_tpl,
             model.n_rows, model.W, model.U, model.G, self.adagrad, self.cfg["learn_rate"], model.steps,
             self._allowed, self.cfg["train_margin"],
