@@ -22,24 +22,19 @@ def add_row(scores, W, row):
             scores[y] += W[row, y]
 
 
-@njit(cache=True, nogil=True, fastmath=True)
+@njit(cache=True, nogil=True)
 def add_row_lead(scores, W, row, valid):
     """Add a weight row and return how far the best valid label leads the
-    second (0 on a tie): the margin test of dynamic feature selection.
-    Written as branch-free max reductions so they vectorize."""
+    second (0 on a tie): the margin test of dynamic feature selection, in
+    the same pass as the add, with a branch-free running top two."""
     first = NEG_INF
+    second = NEG_INF
     for y in range(scores.shape[0]):
         v = scores[y] + W[row, y]
         scores[y] = v
-        first = max(first, v if valid[y] else NEG_INF)
-    second = NEG_INF
-    ties = 0
-    for y in range(scores.shape[0]):
-        v = scores[y] if valid[y] else NEG_INF
-        ties += 1 if v == first else 0
-        second = max(second, NEG_INF if v == first else v)
-    if ties > 1:
-        return np.float32(0.0)
+        m = v if valid[y] else NEG_INF
+        second = max(second, min(first, m))
+        first = max(first, m)
     if second == NEG_INF:
         return np.float32(3.0e38)
     return first - second
