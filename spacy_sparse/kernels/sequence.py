@@ -38,7 +38,7 @@ LOOKAHEAD = 8
 
 
 @njit(cache=True, nogil=True)
-def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos,
+def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos,
                      tab_off, tab, W, allowed, margin, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates).
@@ -49,9 +49,9 @@ def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos
     scores = np.zeros(allowed.shape[1], dtype=np.float32)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
     touch = np.float32(0.0)
-    for d in range(doc_off.shape[0] - 1):
-        start = doc_off[d]
-        end = doc_off[d + 1]
+    for d in range(seg_off.shape[0] - 1):
+        start = seg_off[d]
+        end = seg_off[d + 1]
         for i in range(start, end):
             prev = pred[i - 1] + 1 if i > start else 0
             valid = allowed[prev]
@@ -98,7 +98,7 @@ def predict_sequence(lex_rows, lex, doc_off, seeds, atom_off, atom_src, atom_pos
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom_pos,
+def train_sequence(lex_rows, lex, seg_off, gold, seeds, atom_off, atom_src, atom_pos,
                    tab_off, tab, tab_count, row_tpl, n_rows,
                    W, U, G, adagrad, lr, step, allowed, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
@@ -116,9 +116,9 @@ def train_sequence(lex_rows, lex, doc_off, gold, seeds, atom_off, atom_src, atom
     grad = np.zeros(W.shape[1], dtype=np.float32)
     touched = np.zeros(W.shape[1] + 1, dtype=np.int64)
     errors = 0
-    for d in range(doc_off.shape[0] - 1):
-        start = doc_off[d]
-        end = doc_off[d + 1]
+    for d in range(seg_off.shape[0] - 1):
+        start = seg_off[d]
+        end = seg_off[d + 1]
         for i in range(start, end):
             prev = pred[i - 1] + 1 if i > start else 0
             valid = allowed[prev]
