@@ -102,6 +102,13 @@ def test_margin_none_scores_every_template(trained, ewt_refs):
     tagger.reset_usage()
     tagger.predict(docs)
     assert tagger.templates_per_token == len(tagger.sparse.templates)
+    full, _ = tagger.predict(docs)
+    # a margin no label ever reaches also scores every template, through the
+    # early-stopping path: the labels must be the same
+    tagger.margin = 1e30
+    tagger.reset_usage()
+    assert np.array_equal(tagger.predict(docs)[0], full)
+    assert tagger.templates_per_token == len(tagger.sparse.templates)
     tagger.margin = 0.0
     tagger.reset_usage()
     tagger.predict(docs)
