@@ -1,4 +1,4 @@
-"""`python -m spacy_sparse COMMAND`: demo, bench, report, order-templates, convert-ud, ship-default."""
+"""`python -m spacy_sparse COMMAND`: demo, tag, tag-shards, bench, report, order-templates, convert-ud, ship-default."""
 import argparse
 import sys
 import time
@@ -144,9 +144,11 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     nlp = spacy.load(args.model)
     pipe = nlp.get_pipe("sparse_tagger")
     dropped = pipe._require_model().prune_weights(args.min_weight)
-    if "sentencizer" not in nlp.pipe_names and not args.no_sentencizer:
+    if args.sentencizer and "sentencizer" not in nlp.pipe_names:
         # the tagger labels sentence by sentence when a doc has sentence
-        # starts; on raw text a rule-based sentencizer supplies them
+        # starts; on raw multi-sentence text a rule-based sentencizer supplies
+        # them (+0.17 on EWT docs of 10 sentences, but spaCy's sentencizer
+        # costs about as much per token as the tagger: see README)
         nlp.add_pipe("sentencizer", first=True)
     nlp.meta["name"] = "en_ewt_sparse_tagger"
     nlp.meta["license"] = "CC BY-SA 4.0"
@@ -157,6 +159,100 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(threshold=args.min_weight))
     size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
+    return 0
+
+
+def _load(model: str, n_threads: int = 1):
+    """spacy.load, with "default" naming the embedded model."""
+    import spacy
+
+    from . import DEFAULT_MODEL_PATH
+    from .bench import sparse_components
+
+    nlp = spacy.load(DEFAULT_MODEL_PATH if model == "default" else model)
+    for _name, pipe in sparse_components(nlp):
+        pipe.n_threads = n_threads
+    return nlp
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    """Stream a corpus through a pipeline in bounded memory."""
+    from tqdm import tqdm
+
+    from .stream import DocBinWriter, JsonlWriter, RecordReader, annotate
+
+    fmt = args.format or ("jsonl" if str(args.input).endswith((".jsonl", ".json")) else "text")
+    nlp = _load(args.model, args.n_threads)
+    fin = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")
+    to_docbin = args.output != "-" and (args.output.endswith(".spacy") or Path(args.output).is_dir())
+    if to_docbin:
+        writer = DocBinWriter(Path(args.output), args.shard_size)
+    else:
+        fout = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf8")
+        writer = JsonlWriter(fout)
+    bar = tqdm(unit=" words", unit_scale=True, file=sys.stderr, disable=True if args.quiet else None,
+               mininterval=1.0)
+    reader = RecordReader(fin, fmt, args.on_error, report=bar.write if not bar.disable else
+                          (lambda m: print(m, file=sys.stderr)))
+    try:
+        stats = annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
+                         progress=bar.update)
+    finally:
+        if fin is not sys.stdin.buffer:
+            fin.close()
+        if not to_docbin and fout is not sys.stdout:
+            fout.close()
+    bar.close()
+    if not args.quiet:
+        print(f"{stats['docs']:,} docs, {stats['words']:,} words, {reader.skipped} bad lines skipped", file=sys.stderr)
+    if reader.error:
+        msg.fail(f"{args.input}, {reader.error} (--on-error fail); the {stats['docs']:,} docs before it were written")
+        return 1
+    return 0
+
+
+def cmd_tag_shards(args: argparse.Namespace) -> int:
+    """Annotate many input files on a Dask cluster, one output file each."""
+    from .scale import annotate_shards
+
+    client = None
+    if args.scheduler:
+        from dask.distributed import Client
+
+        client = Client(args.scheduler)
+    start = time.perf_counter()
+    results = annotate_shards(args.model, [Path(p) for p in args.inputs], Path(args.output_dir), client=client,
+                              n_workers=args.n_workers, fmt=args.format, on_error=args.on_error,
+                              batch_size=args.batch_size, n_threads=args.n_threads)
+    seconds = time.perf_counter() - start
+    words = sum(r["words"] for r in results)
+    msg.good(f"{len(results)} shards, {sum(r['docs'] for r in results):,} docs, {words:,} words in {seconds:.1f}s "
+             f"({words / seconds:,.0f} words/s)")
+    return 0
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    from .bench_scale import run_scale_bench
+
+    r = run_scale_bench(args.model, Path(args.data), n_words=args.words, repeat=args.repeat)
+    t = r["threads"]
+    msg.info(f"{r['model']}, {r['cpus']} CPUs")
+    msg.text(f"in-process, pre-made docs ({t['words']:,} words): 1 thread {t['words_per_second_1']:,.0f} words/s, "
+             f"2 threads {t['words_per_second_2']:,.0f} words/s ({t['speedup']:.2f}x, identical: {t['identical']})")
+    rows = []
+    for key in ("tag_small_1_thread", "tag_1_thread", "tag_2_threads", "tag_2_processes", "dask_local_2_workers"):
+        x = r[key]
+        rows.append((key, f"{x['words']:,}", f"{x['seconds']:.1f}", f"{x['words_per_second']:,.0f}",
+                     f"{x.get('speedup', 1.0):.2f}x" if key != "tag_small_1_thread" else "-", f"{x['peak_rss_mb']:.0f}"))
+    x = r["dask_running_cluster_2_workers"]
+    rows.append(("dask, cluster already up", f"{x['words']:,}", f"{x['seconds']:.1f}", f"{x['words_per_second']:,.0f}",
+                 f"{x['speedup']:.2f}x", "-"))
+    msg.table(rows, header=("run", "words", "seconds", "words/s", "vs 1 thread", "peak RSS MB"), divider=True)
+    msg.text(f"peak RSS growth from {r['tag_small_1_thread']['words']:,} to {r['tag_1_thread']['words']:,} words: "
+             f"{r['rss_growth_mb_small_to_big']:+.1f} MB; same output with 2 threads: {r['tag_same_output_2_threads']}, "
+             f"with 2 processes: {r['tag_same_output_2_processes']}")
+    if args.json:
+        srsly.write_json(args.json, r)
     return 0
 
 
@@ -212,6 +308,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--text", help="text to tag instead of the built-in sample")
     p.set_defaults(func=cmd_demo)
 
+    p = sub.add_parser("tag", help="stream text or JSONL through a pipeline to JSONL or .spacy shards")
+    p.add_argument("model", help='a pipeline directory, or "default" for the embedded model')
+    p.add_argument("input", help="a file of one doc per line, or - for stdin")
+    p.add_argument("output", help="a .jsonl file, - for stdout, or a directory/NAME.spacy for DocBin shards")
+    p.add_argument("--format", choices=["text", "jsonl"], help='input format (default: by extension; JSONL takes {"text": ...})')
+    p.add_argument("--on-error", choices=["skip", "fail"], default="skip", help="a bad input line is skipped (and reported) or stops the run")
+    p.add_argument("--n-threads", type=int, default=1, help="threads per process for the sparse components")
+    p.add_argument("--n-process", type=int, default=1, help="processes (nlp.pipe n_process)")
+    p.add_argument("--batch-size", type=int, default=1000)
+    p.add_argument("--shard-size", type=int, default=10000, help="docs per .spacy shard")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("tag-shards", help="annotate many files on a Dask cluster (extra: spacy-sparse[dask])")
+    p.add_argument("model", help='a pipeline directory every worker can read, or "default"')
+    p.add_argument("output_dir")
+    p.add_argument("inputs", nargs="+", help="input shards (one doc per line)")
+    p.add_argument("--scheduler", help="address of a running Dask scheduler (default: a LocalCluster)")
+    p.add_argument("--n-workers", type=int, default=2, help="LocalCluster worker processes")
+    p.add_argument("--format", choices=["text", "jsonl"], default="text")
+    p.add_argument("--on-error", choices=["skip", "fail"], default="skip")
+    p.add_argument("--n-threads", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=1000)
+    p.set_defaults(func=cmd_tag_shards)
+
     p = sub.add_parser("bench", help="accuracy, templates/token and words/s across stop margins")
     p.add_argument("model")
     p.add_argument("data", help="a .spacy DocBin with gold annotation")
@@ -223,6 +344,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", help="write the rows as JSON here")
     p.add_argument("--json-full", help="also write the full result (machine, compare) here")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("bench-scale", help="threads, tag, n_process and Dask words/s and peak RSS on ~1M words")
+    p.add_argument("model", help='a pipeline directory or "default"')
+    p.add_argument("data", help="a .spacy DocBin whose sentences make the input (repeated)")
+    p.add_argument("--words", type=int, default=1_000_000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--json", help="write the results here")
+    p.set_defaults(func=cmd_bench_scale)
 
     p = sub.add_parser("report", help="model statistics per sparse component")
     p.add_argument("model")
@@ -247,7 +376,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
     p.add_argument("model")
     p.add_argument("--min-weight", type=float, default=1.4, help="drop averaged weights smaller than this")
-    p.add_argument("--no-sentencizer", action="store_true", help="do not put spaCy's sentencizer before the tagger")
+    p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
     p.set_defaults(func=cmd_ship_default)
 
     p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")

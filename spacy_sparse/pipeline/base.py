@@ -5,6 +5,7 @@ A task subclass says which kernel labels a batch, how gold labels are read
 from examples, and how predictions are written onto docs.
 """
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -38,6 +39,16 @@ def placeholder_model() -> Model:
     """A parameter-free thinc Model: spaCy's loop wants `pipe.model` to be a
     Model, but the weights of a sparse component live in SparseLinearModel."""
     return Model("sparse_linear", _no_forward)
+
+
+# below this many tokens per thread, threads cost more than they save
+MIN_TOKENS_PER_THREAD = 2000
+
+
+def check_threads(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"n_threads must be a whole number >= 1, got {value!r}")
+    return value
 
 
 def check_margin(value: Any, what: str = "margin") -> Optional[float]:
@@ -110,6 +121,7 @@ class SparsePipe(TrainablePipe):
         scorer: Optional[Callable],
         learner: str = "perceptron",
         learn_rate: float = 1.0,
+        n_threads: int = 1,
         **extra_cfg: Any,
     ):
         parse_templates(templates)
@@ -130,6 +142,7 @@ class SparsePipe(TrainablePipe):
             "mode": mode,
             "learner": learner,
             "learn_rate": float(learn_rate),
+            "n_threads": check_threads(n_threads),
             "labels": [],
             **extra_cfg,
         }
@@ -138,6 +151,7 @@ class SparsePipe(TrainablePipe):
         self.sparse: Optional[SparseLinearModel] = None
         self.lexicon = Lexicon(vocab)
         self._stats_lock = threading.Lock()
+        self._pool: Optional[ThreadPoolExecutor] = None
         self.reset_usage()
 
     # ---- runtime knobs ---------------------------------------------------------
@@ -150,6 +164,33 @@ class SparsePipe(TrainablePipe):
     @margin.setter
     def margin(self, value: Optional[float]) -> None:
         self.cfg["margin"] = check_margin(value)
+
+    @property
+    def n_threads(self) -> int:
+        """Threads that label one batch together (1: the calling thread)."""
+        return self.cfg["n_threads"]
+
+    @n_threads.setter
+    def n_threads(self, value: int) -> None:
+        self.cfg["n_threads"] = check_threads(value)
+
+    def _over_segments(self, seg_off: np.ndarray, run: Callable[[np.ndarray], None]) -> None:
+        """Call run(seg_off_part) on contiguous runs of segments, one per
+        thread. Segments are independent and each part writes its own
+        tokens, so the result does not depend on the number of threads."""
+        n_seg = len(seg_off) - 1
+        n_threads = min(self.n_threads, n_seg)
+        if n_threads <= 1 or seg_off[-1] < MIN_TOKENS_PER_THREAD * 2:
+            run(seg_off)
+            return
+        if self._pool is None or self._pool._max_workers != n_threads:
+            self._pool = ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="spacy-sparse")
+        # cut at the segment starts nearest to equal shares of tokens
+        targets = np.linspace(0, seg_off[-1], n_threads + 1)[1:-1]
+        cuts = np.unique(np.concatenate([[0], np.searchsorted(seg_off, targets), [n_seg]]))
+        parts = [seg_off[a:b + 1] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+        for future in [self._pool.submit(run, part) for part in parts]:
+            future.result()
 
     @property
     def objective(self) -> int:

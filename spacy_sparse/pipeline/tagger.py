@@ -26,6 +26,7 @@ DEFAULT_TAGGER_CONFIG = {
     "mode": "prefix",
     "learner": "adagrad",
     "learn_rate": 1.0,
+    "n_threads": 1,
     "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
 }
 
@@ -46,6 +47,7 @@ def make_sparse_tagger(
     mode: str,
     learner: str,
     learn_rate: float,
+    n_threads: int,
     scorer: Optional[Callable],
 ) -> "SparseTagger":
     """Create a sparse tagger.
@@ -64,11 +66,13 @@ def make_sparse_tagger(
     learner (str): "adagrad" (per-weight step sizes, as Strubell et al.) or
         "perceptron" (unit steps); both keep averaged weights for prediction.
     learn_rate (float): AdaGrad's base step size (the margin's unit).
+    n_threads (int): threads that label one batch together (the kernels
+        release the GIL); results are the same for any number.
     scorer (Optional[Callable]): the scoring method.
     """
     return SparseTagger(
         nlp.vocab, name, templates=templates, annotate=annotate, margin=margin,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate, scorer=scorer,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate, n_threads=n_threads, scorer=scorer,
     )
 
 
@@ -134,10 +138,15 @@ class SparseTagger(SparsePipe):
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin = -1.0 if self.margin is None else self.margin
-        predict_sequence(
-            batch.lex_rows, batch.lex, batch.seg_off, model.seeds, model.atom_off, model.atom_src,
-            model.atom_pos, model.tab_off, model.tab, model.weights(), self._allowed, margin, pred, used,
-        )
+        W = model.weights()
+
+        def label(seg_off: np.ndarray) -> None:
+            predict_sequence(
+                batch.lex_rows, batch.lex, seg_off, model.seeds, model.atom_off, model.atom_src,
+                model.atom_pos, model.tab_off, model.tab, W, self._allowed, margin, pred, used,
+            )
+
+        self._over_segments(batch.seg_off, label)
         self._record_usage(used)
         return pred, batch.doc_off
 

@@ -1,0 +1,178 @@
+"""Annotating a corpus as a stream: read records lazily, run the pipeline in
+batches, write each doc as soon as it is done.
+
+Memory stays bounded whatever the input size: nothing holds more than a
+batch of docs (DocBin output is written in shards for the same reason).
+Bad input lines are reported with their line number and skipped, or stop
+the run, per `on_error`; either way what was written stays written.
+"""
+import json
+import sys
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, Optional, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+
+FORMATS = ("text", "jsonl")
+ON_ERROR = ("skip", "fail")
+
+
+class RecordReader:
+    """Iterate (text, line number) over a binary stream of one doc per line:
+    plain text, or JSON objects with a "text" string.
+
+    Empty lines are skipped silently; invalid UTF-8, invalid JSON or a
+    missing "text" is reported and skipped (on_error="skip"), or ends the
+    input there (on_error="fail"): the docs before it are still annotated
+    and written, and `error` says what stopped it.
+    """
+
+    def __init__(self, stream: IO[bytes], fmt: str, on_error: str = "skip",
+                 report: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
+        if fmt not in FORMATS:
+            raise ValueError(f"input format must be one of {FORMATS}, got {fmt!r}")
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        self.stream, self.fmt, self.on_error, self.report = stream, fmt, on_error, report
+        self.error: Optional[str] = None
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[Tuple[str, int]]:
+        for number, raw in enumerate(self.stream, start=1):
+            text, problem = self._parse(raw)
+            if problem is not None:
+                message = f"line {number}: {problem}"
+                if self.on_error == "fail":
+                    self.error = message
+                    return
+                self.skipped += 1
+                self.report(f"skipped {message}")
+            elif text is not None:
+                yield text, number
+
+    def _parse(self, raw: bytes) -> Tuple[Optional[str], Optional[str]]:
+        try:
+            line = raw.decode("utf8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            return None, f"invalid UTF-8 ({err.reason} at byte {err.start})"
+        if not line.strip():
+            return None, None
+        if self.fmt == "text":
+            return line, None
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            return None, f"invalid JSON ({err.msg})"
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            return None, 'no "text" string'
+        return record["text"], None
+
+
+def doc_to_json(doc: Doc, line: Optional[int] = None) -> Dict[str, Any]:
+    """The tokens of a doc and the annotation the pipeline set on them."""
+    tokens = []
+    has_tag, has_pos = doc.has_annotation("TAG"), doc.has_annotation("POS")
+    has_dep = doc.has_annotation("DEP")
+    for token in doc:
+        item: Dict[str, Any] = {"text": token.text}
+        if token.whitespace_:
+            item["ws"] = True
+        if has_tag:
+            item["tag"] = token.tag_
+        if has_pos:
+            item["pos"] = token.pos_
+        if has_dep:
+            item["dep"] = token.dep_
+            item["head"] = token.head.i
+        tokens.append(item)
+    out: Dict[str, Any] = {}
+    if line is not None:
+        out["line"] = line
+    out["text"] = doc.text
+    out["tokens"] = tokens
+    if doc.has_annotation("SENT_START"):
+        out["sents"] = [sent.start for sent in doc.sents]
+    if doc.has_annotation("ENT_IOB"):
+        out["ents"] = [{"start": e.start, "end": e.end, "label": e.label_} for e in doc.ents]
+    return out
+
+
+class JsonlWriter:
+    def __init__(self, stream: IO[str]):
+        self.stream = stream
+
+    def write(self, doc: Doc, line: int) -> None:
+        self.stream.write(json.dumps(doc_to_json(doc, line), ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        self.stream.flush()
+
+
+class DocBinWriter:
+    """Docs to OUTPUT/part-00000.spacy, part-00001.spacy, ... (`shard_size`
+    docs each), which spaCy's corpus readers take as one corpus."""
+
+    def __init__(self, directory: Path, shard_size: int = 10000):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.shard_size = shard_size
+        self.n_shards = 0
+        self.bin = DocBin(store_user_data=False)
+
+    def write(self, doc: Doc, line: int) -> None:
+        self.bin.add(doc)
+        if len(self.bin) >= self.shard_size:
+            self._flush()
+
+    def _flush(self) -> None:
+        if len(self.bin):
+            self.bin.to_disk(self.directory / f"part-{self.n_shards:05d}.spacy")
+            self.n_shards += 1
+            self.bin = DocBin(store_user_data=False)
+
+    def close(self) -> None:
+        self._flush()
+
+
+def annotate(
+    nlp: Language,
+    records: Iterable[Tuple[str, int]],
+    writer,
+    *,
+    batch_size: int = 1000,
+    n_process: int = 1,
+    progress: Optional[Callable[[int], None]] = None,
+) -> Dict[str, int]:
+    """Run `nlp` over (text, line) records and hand each doc to `writer`.
+    The writer is closed even when reading fails, so every doc finished
+    before the failure is on disk."""
+    n_docs = n_words = 0
+    try:
+        for doc, line in nlp.pipe(records, as_tuples=True, batch_size=batch_size, n_process=n_process):
+            writer.write(doc, line)
+            n_docs += 1
+            n_words += len(doc)
+            if progress is not None:
+                progress(len(doc))
+    finally:
+        writer.close()
+    return {"docs": n_docs, "words": n_words}
+
+
+def annotate_file(
+    nlp: Language,
+    src: Path,
+    dst: Path,
+    *,
+    fmt: str = "text",
+    on_error: str = "skip",
+    batch_size: int = 1000,
+) -> Dict[str, int]:
+    """One input file to one JSONL file (the unit of work of a shard)."""
+    with Path(src).open("rb") as fin, Path(dst).open("w", encoding="utf8") as fout:
+        reader = RecordReader(fin, fmt, on_error)
+        stats = annotate(nlp, reader, JsonlWriter(fout), batch_size=batch_size)
+    if reader.error:
+        raise ValueError(f"{src}, {reader.error}")
+    return stats

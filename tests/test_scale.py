@@ -1,0 +1,102 @@
+"""Corpus-scale processing: threads, the streaming tag command, Dask shards."""
+import json
+import subprocess
+import sys
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from conftest import ROOT, to_examples
+
+TEXTS = ["The market rallied after the report .", "She did n't call back .", "Prices fell 3 % in May ."]
+
+
+def tags(docs):
+    return [[t.tag_ for t in d] for d in docs]
+
+
+def test_two_threads_give_identical_output(trained, ewt_refs):
+    nlp, tagger = trained
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"])]
+    assert sum(len(d) for d in docs) > 8000  # enough for the batch to be split
+    tagger.n_threads = 1
+    single = tags(tagger.pipe(docs, batch_size=1000))
+    tagger.n_threads = 2
+    try:
+        assert tags(tagger.pipe([eg.predicted for eg in to_examples(nlp, ewt_refs["dev"])], batch_size=1000)) == single
+    finally:
+        tagger.n_threads = 1
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "2"])
+def test_bad_thread_counts_fail_clearly(value):
+    with pytest.raises(ValueError, match="n_threads"):
+        spacy.blank("en").add_pipe("sparse_tagger", config={"n_threads": value})
+
+
+def run_tag(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", *args],
+                          cwd=ROOT, input=stdin, capture_output=True)
+
+
+def test_tag_text_from_stdin_to_jsonl(tmp_path):
+    out = tmp_path / "out.jsonl"
+    proc = run_tag("-", str(out), "--quiet", stdin=("\n".join(TEXTS) + "\n").encode())
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in rows] == [1, 2, 3]
+    assert rows[0]["tokens"][0] == {"text": "The", "ws": True, "tag": "DT"}
+    assert all(t["tag"] for r in rows for t in r["tokens"])
+
+
+def test_bad_lines_are_reported_and_skipped(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"text": "Good one ."}\nnot json\n{"no": "text"}\n\xff\xfe\n\n{"text": "Last ."}\n')
+    out = tmp_path / "out.jsonl"
+    proc = run_tag(str(src), str(out))
+    assert proc.returncode == 0
+    err = proc.stderr.decode()
+    assert "line 2: invalid JSON" in err and 'line 3: no "text"' in err and "line 4: invalid UTF-8" in err
+    assert [json.loads(x)["line"] for x in out.read_text().splitlines()] == [1, 6]
+
+
+def test_on_error_fail_keeps_what_came_before(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"text": "First ."}\n{"text": "Second ."}\n{"text": 3}\n{"text": "Never ."}\n')
+    out = tmp_path / "out.jsonl"
+    proc = run_tag(str(src), str(out), "--on-error", "fail", "--quiet")
+    assert proc.returncode == 1
+    assert "line 3" in proc.stdout.decode() + proc.stderr.decode()
+    assert [json.loads(x)["text"] for x in out.read_text().splitlines()] == ["First .", "Second ."]
+
+
+def test_tag_to_docbin_shards(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(TEXTS * 5) + "\n")
+    proc = run_tag(str(src), str(tmp_path / "out.spacy"), "--shard-size", "4", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    shards = sorted((tmp_path / "out.spacy").glob("part-*.spacy"))
+    assert len(shards) == 4
+    nlp = spacy.blank("en")
+    docs = [d for s in shards for d in DocBin().from_disk(s).get_docs(nlp.vocab)]
+    assert [d.text for d in docs] == TEXTS * 5
+    assert all(t.tag_ for d in docs for t in d)
+
+
+def test_dask_local_cluster_matches_single_process(tmp_path, ewt_refs):
+    pytest.importorskip("distributed")
+    from spacy_sparse.scale import annotate_shards
+
+    lines = [s.text for d in ewt_refs["dev"] for s in d.sents]
+    shards = []
+    for k in range(3):
+        path = tmp_path / f"shard{k}.txt"
+        path.write_text("\n".join(lines[k::3]) + "\n")
+        shards.append(path)
+    results = annotate_shards("default", shards, tmp_path / "out", n_workers=2)
+    assert sum(r["docs"] for r in results) == len(lines)
+    for path in shards:
+        single = tmp_path / f"{path.stem}.single.jsonl"
+        assert run_tag(str(path), str(single), "--quiet").returncode == 0
+        assert (tmp_path / "out" / f"{path.stem}.jsonl").read_bytes() == single.read_bytes()
