@@ -3,8 +3,11 @@ adds a validity mask over label transitions).
 
 The state of a sequence task is the position and the labels predicted so
 far; its atoms are lexical attributes around the position and earlier
-labels; `allowed[prev + 1, y]` says whether label y may follow label prev
-(row 0: the start of a doc).
+labels. Its mask: `allowed[0, prev + 1, y]` says whether label y may follow
+label prev (row 0: the start of a segment); `allowed[1]` is the same for a
+token that must close whatever it is in: the last of a segment, or the one
+before a fixed label. `fixed[i] >= 0` is a label given in advance (an entity
+already on the doc): it is kept, not predicted (an empty `fixed`: none).
 """
 import numpy as np
 from numba import njit
@@ -38,23 +41,34 @@ LOOKAHEAD = 8
 
 
 @njit(cache=True, nogil=True)
+def valid_labels(allowed, pred, fixed, i, start, end):
+    """The mask row for token i, given the label before it."""
+    prev = pred[i - 1] + 1 if i > start else 0
+    closing = i == end - 1 or (fixed.shape[0] > 0 and fixed[i + 1] >= 0)
+    return allowed[1 if closing else 0, prev]
+
+
+@njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos,
-                     tab_off, tab, W, allowed, margin, pred, used):
+                     tab_off, tab, W, allowed, fixed, margin, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates).
 
     Writes the label into pred and the number of templates scored into used.
     """
     n_tpl = seeds.shape[0]
-    scores = np.zeros(allowed.shape[1], dtype=np.float32)
+    scores = np.zeros(allowed.shape[2], dtype=np.float32)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
     touch = np.float32(0.0)
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
         for i in range(start, end):
-            prev = pred[i - 1] + 1 if i > start else 0
-            valid = allowed[prev]
+            if fixed.shape[0] > 0 and fixed[i] >= 0:
+                pred[i] = fixed[i]
+                used[i] = 0
+                continue
+            valid = valid_labels(allowed, pred, fixed, i, start, end)
             scores[:] = 0.0
             n = 0
             if margin < 0.0:
@@ -108,6 +122,7 @@ def train_sequence(lex_rows, lex, seg_off, gold, seeds, atom_off, atom_src, atom
     `step` (float64[1]) counts decisions seen so far, for averaging.
     """
     n_tpl = seeds.shape[0]
+    no_fixed = np.zeros(0, dtype=np.int32)
     keys = np.zeros(n_tpl, dtype=np.uint64)
     rows = np.zeros(n_tpl, dtype=np.int64)
     viol_t = np.zeros(n_tpl, dtype=np.int64)
@@ -120,8 +135,7 @@ def train_sequence(lex_rows, lex, seg_off, gold, seeds, atom_off, atom_src, atom
         start = seg_off[d]
         end = seg_off[d + 1]
         for i in range(start, end):
-            prev = pred[i - 1] + 1 if i > start else 0
-            valid = allowed[prev]
+            valid = valid_labels(allowed, pred, no_fixed, i, start, end)
             g = gold[i]
             if g >= 0 and not valid[g]:
                 g = -1

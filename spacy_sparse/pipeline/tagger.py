@@ -17,6 +17,7 @@ from ..model import SparseLinearModel
 from .base import DocBatch, SparsePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
+NO_FIXED = np.zeros(0, dtype=np.int32)
 
 DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
@@ -111,7 +112,7 @@ class SparseTagger(SparsePipe):
             self._label_values = np.array([UPOS_IDS[lab] for lab in labels], dtype=np.uint64)
         else:
             self._label_values = np.array([self.vocab.strings.add(lab) for lab in labels], dtype=np.uint64)
-        self._allowed = np.ones((len(labels) + 1, max(1, len(labels))), dtype=np.uint8)
+        self._allowed = np.ones((2, len(labels) + 1, max(1, len(labels))), dtype=np.uint8)
         order = np.argsort(self._label_values)
         self._sorted_values = self._label_values[order]
         self._sorted_index = order.astype(np.int32)
@@ -143,7 +144,7 @@ class SparseTagger(SparsePipe):
         def label(seg_off: np.ndarray) -> None:
             predict_sequence(
                 batch.lex_rows, batch.lex, seg_off, model.seeds, model.atom_off, model.atom_src,
-                model.atom_pos, model.tab_off, model.tab, W, self._allowed, margin, pred, used,
+                model.atom_pos, model.tab_off, model.tab, W, self._allowed, NO_FIXED, margin, pred, used,
             )
 
         self._over_segments(batch.seg_off, label)
