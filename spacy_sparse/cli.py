@@ -162,6 +162,26 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convert_conll(args: argparse.Namespace) -> int:
+    """CoNLL-2003-style files (token ... IOB tag per line, blank line between
+    sentences, -DOCSTART- between articles) to one doc per article, with
+    sentence starts and entities, so document-level features see the whole
+    article. (spaCy's `--converter ner` groups a fixed number of sentences
+    and keeps -DOCSTART- as a sentence.)"""
+    from spacy.tokens import DocBin
+
+    from .readers import conll_ner_docs
+
+    vocab = __import__("spacy").blank("en").vocab
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    docs = list(conll_ner_docs(vocab, Path(args.input)))
+    DocBin(docs=docs, store_user_data=False).to_disk(out)
+    msg.good(f"{args.input} -> {out}: {len(docs)} docs, {sum(len(d) for d in docs):,} tokens, "
+             f"{sum(len(d.ents) for d in docs):,} entities")
+    return 0
+
+
 def _load(model: str, n_threads: int = 1):
     """spacy.load, with "default" naming the embedded model."""
     import spacy
@@ -372,6 +392,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("convert-conll", help="CoNLL-2003 NER file -> .spacy, one doc per article")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.set_defaults(func=cmd_convert_conll)
 
     p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
     p.add_argument("model")

@@ -53,3 +53,45 @@ def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False) ->
         return gold_token_examples(nlp, path, limit, sents)
 
     return read
+
+
+def conll_ner_docs(vocab, path: Path) -> Iterator[Doc]:
+    """Docs from a CoNLL-2003-style file: first column the token, last the
+    IOB1/IOB2 entity tag; blank lines end sentences, -DOCSTART- lines end
+    articles (one doc each). A line with one column is a malformed file."""
+    from spacy.training.iob_utils import biluo_to_iob, iob_to_biluo
+
+    def build(sents):
+        words = [w for sent in sents for w, _ in sent]
+        if not words:
+            return None
+        tags = biluo_to_iob(iob_to_biluo([t for sent in sents for _, t in sent]))  # IOB1 or IOB2 -> IOB2
+        starts = [i == 0 for sent in sents for i in range(len(sent))]
+        return Doc(vocab, words=words, sent_starts=starts, ents=tags)
+
+    sents, sent = [], []
+    with Path(path).open(encoding="utf8") as f:
+        for number, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                if sent:
+                    sents.append(sent)
+                    sent = []
+                continue
+            if parts[0] == "-DOCSTART-":
+                if sent:
+                    sents.append(sent)
+                    sent = []
+                doc = build(sents)
+                if doc is not None:
+                    yield doc
+                sents = []
+                continue
+            if len(parts) < 2:
+                raise ValueError(f"{path}, line {number}: expected 'token ... tag', got {line.strip()!r}")
+            sent.append((parts[0], parts[-1]))
+    if sent:
+        sents.append(sent)
+    doc = build(sents)
+    if doc is not None:
+        yield doc

@@ -36,8 +36,12 @@ LEX_ATTRS: Tuple[str, ...] = (
 LEX_COLUMN = {name: i for i, name in enumerate(LEX_ATTRS)}
 
 # Non-lexical sources, encoded as negative source codes in the kernels.
-# "tag" reads the label predicted at an earlier position of the same doc.
-HISTORY_ATTRS = {"tag": -1}
+# "tag" reads the label predicted at an earlier position of the same segment.
+# "hist" is the extended prediction history of Ratinov & Roth (2009): the
+# label last predicted for the same lowercase word earlier in the same doc
+# (for entity moves, its entity type), read at the current or an earlier
+# position.
+HISTORY_ATTRS = {"tag": -1, "hist": -2}
 
 
 @dataclass(frozen=True)
@@ -83,10 +87,10 @@ def parse_template(text: str) -> Template:
             offset = int(pos)
         except ValueError:
             raise ValueError(f"Position {pos!r} in template {text!r} is not an integer") from None
-        if attr in HISTORY_ATTRS and offset >= 0:
+        if (attr == "tag" and offset >= 0) or (attr == "hist" and offset > 0):
             raise ValueError(
                 f"Template {text!r} reads a predicted label at {offset}: only earlier "
-                "positions (-1, -2, ...) are known when predicting left to right"
+                "positions are known when predicting left to right"
             )
         atoms.append(Atom(attr, offset))
     return Template(tuple(atoms))
@@ -191,6 +195,66 @@ TAGGER_TEMPLATES: Tuple[str, ...] = (
 def tagger_templates_v1() -> List[str]:
     """The default tagging template set, in its cheap default order."""
     return list(TAGGER_TEMPLATES)
+
+
+# An entity template set of 46 (Strubell et al. used 46 for NER): word forms
+# and shapes in windows of +-2, affixes, capitalization patterns up to 3-grams
+# of shapes, earlier moves, and `hist`, the entity type last predicted for the
+# same word earlier in the doc. (`amb` classes overfit on CoNLL: README.)
+NER_TEMPLATES: Tuple[str, ...] = (
+    "lower@0",
+    "tag@-1",
+    "shape@0",
+    "hist@0",
+    "tag@-1+lower@0",
+    "suf3@0",
+    "lower@-1",
+    "lower@1",
+    "orth@0",
+    "tag@-1+shape@0",
+    "is_title@-1+is_title@0+is_title@1",
+    "shape@-1+shape@0",
+    "shape@0+shape@1",
+    "lower@-1+lower@0",
+    "lower@0+lower@1",
+    "tag@-2+tag@-1",
+    "hist@0+shape@0",
+    "hist@-1",
+    "hist@0+tag@-1",
+    "hist@0+lower@0",
+    "pre3@0",
+    "suf4@0",
+    "pre4@0",
+    "suf2@0",
+    "pre2@0",
+    "lower@-2",
+    "lower@2",
+    "shape@-1",
+    "shape@1",
+    "shape@-2+shape@-1+shape@0",
+    "shape@0+shape@1+shape@2",
+    "is_upper@0",
+    "has_digit@0+has_hyphen@0",
+    "tag@-1+suf3@0",
+    "orth@-1",
+    "orth@1",
+    "suf3@-1",
+    "suf3@1",
+    "lower@-1+lower@0+lower@1",
+    "tag@-1+lower@1",
+    "like_num@0",
+    "is_punct@-1",
+    "pre1@0+shape@0",
+    "lower@-2+lower@-1",
+    "lower@1+lower@2",
+    "tag@-1+orth@-1",
+)
+
+
+@registry.misc("spacy_sparse.ner_templates.v1")
+def ner_templates_v1() -> List[str]:
+    """The default entity template set, in its cheap default order."""
+    return list(NER_TEMPLATES)
 
 
 @registry.misc("spacy_sparse.template_list.v1")

@@ -54,3 +54,38 @@ def train_tagger(refs, epochs=3, **config):
 def trained(ewt_refs):
     """A sparse_tagger trained on 3,000 EWT sentences."""
     return train_tagger(ewt_refs["train"])
+
+
+CONLL = SHARED / "conll2003-en"
+
+
+@pytest.fixture(scope="session")
+def conll_refs():
+    """The first 150 training articles and 40 dev articles of CoNLL-2003, one doc per article."""
+    from itertools import islice
+
+    from spacy_sparse.readers import conll_ner_docs
+
+    vocab = spacy.blank("en").vocab
+    return {
+        "train": list(islice(conll_ner_docs(vocab, CONLL / "train.txt"), 150)),
+        "dev": list(islice(conll_ner_docs(vocab, CONLL / "dev.txt"), 40)),
+    }
+
+
+@pytest.fixture(scope="session")
+def trained_ner(conll_refs):
+    nlp = spacy.blank("en", vocab=conll_refs["train"][0].vocab)
+    ner = nlp.add_pipe("sparse_ner")
+    train = [Example(bare(r), r) for r in conll_refs["train"]]
+    nlp.initialize(lambda: train)
+    for _ in range(3):
+        for i in range(0, len(train), 8):
+            nlp.update(train[i:i + 8])
+    return nlp, ner
+
+
+def bare(ref, sents=True):
+    from spacy_sparse.readers import bare_copy
+
+    return bare_copy(ref, sents)

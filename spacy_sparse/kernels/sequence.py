@@ -8,6 +8,9 @@ label prev (row 0: the start of a segment); `allowed[1]` is the same for a
 token that must close whatever it is in: the last of a segment, or the one
 before a fixed label. `fixed[i] >= 0` is a label given in advance (an entity
 already on the doc): it is kept, not predicted (an empty `fixed`: none).
+`hist_of[label]` is the value a `hist` atom reads for a word last given that
+label earlier in its doc (the NER maps moves to their entity type);
+`seg_new_doc[d]` says whether segment d starts a new doc.
 """
 import numpy as np
 from numba import njit
@@ -16,9 +19,13 @@ from .hashing import PAD_LEFT, PAD_RIGHT, mix
 from .scoring import add_row, add_row_lead, best_valid, find_row, leads_by, prefix_train_step
 
 
+LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
+HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in this doc
+
+
 @njit(cache=True, nogil=True)
-def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, pred):
-    """Feature key of template t at token i of the doc [start, end)."""
+def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, pred, hist):
+    """Feature key of template t at token i of the segment [start, end)."""
     h = seeds[t]
     for a in range(atom_off[t], atom_off[t + 1]):
         p = i + atom_pos[a]
@@ -29,8 +36,10 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
             v = PAD_RIGHT + np.uint64(p - end)
         elif src >= 0:
             v = lex[lex_rows[p], src]
-        else:
+        elif src == -1:
             v = np.uint64(pred[p] + 1)
+        else:
+            v = hist[p]
         h = mix(h, v)
     if h == 0:
         h = np.uint64(1)
@@ -38,6 +47,49 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
 
 
 LOOKAHEAD = 8
+
+
+@njit(cache=True, nogil=True)
+def uses_history(atom_src):
+    for a in range(atom_src.shape[0]):
+        if atom_src[a] == -2:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def history_table(seg_off, seg_new_doc):
+    """Scratch for the per-doc history: room for the longest doc's words."""
+    longest = 0
+    length = 0
+    for d in range(seg_off.shape[0] - 1):
+        if seg_new_doc[d]:
+            length = 0
+        length += seg_off[d + 1] - seg_off[d]
+        longest = max(longest, length)
+    cap = 8
+    while cap < 2 * longest + 2:
+        cap *= 2
+    return np.zeros(cap, dtype=np.uint64), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def history_slot(keys, stamp, doc_id, key):
+    """Slot of a word in this doc's history (stamped with doc_id + 1, so a
+    new doc starts empty without clearing)."""
+    cap = keys.shape[0]
+    i = np.int64(key & np.uint64(cap - 1))
+    while stamp[i] == doc_id + 1 and keys[i] != key:
+        i = (i + 1) & (cap - 1)
+    return i
+
+
+@njit(cache=True, nogil=True)
+def remember(keys, vals, stamp, doc_id, key, label):
+    slot = history_slot(keys, stamp, doc_id, key)
+    keys[slot] = key
+    vals[slot] = label
+    stamp[slot] = doc_id + 1
 
 
 @njit(cache=True, nogil=True)
@@ -49,8 +101,8 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 
 @njit(cache=True, nogil=True)
-def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos,
-                     tab_off, tab, W, allowed, fixed, margin, pred, used):
+def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
+                     tab_off, tab, W, allowed, fixed, hist_of, margin, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates).
 
@@ -60,13 +112,24 @@ def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
     touch = np.float32(0.0)
+    with_hist = uses_history(atom_src)
+    hist = np.zeros(lex_rows.shape[0] if with_hist else 0, dtype=np.uint64)
+    h_keys, h_vals, h_stamp = history_table(seg_off, seg_new_doc)
+    doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
+        if seg_new_doc[d]:
+            doc_id += 1
         for i in range(start, end):
+            if with_hist:
+                slot = history_slot(h_keys, h_stamp, doc_id, lex[lex_rows[i], LOWER])
+                hist[i] = hist_of[h_vals[slot]] if h_stamp[slot] == doc_id + 1 else HIST_NONE
             if fixed.shape[0] > 0 and fixed[i] >= 0:
                 pred[i] = fixed[i]
                 used[i] = 0
+                if with_hist:
+                    remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
                 continue
             valid = valid_labels(allowed, pred, fixed, i, start, end)
             scores[:] = 0.0
@@ -76,7 +139,7 @@ def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos
                     stop = min(block + LOOKAHEAD, n_tpl)
                     for t in range(block, stop):
                         key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                           lex_rows, lex, pred)
+                                           lex_rows, lex, pred, hist)
                         ahead[t - block] = find_row(tab, tab_off, t, key)
                     for t in range(block, stop):
                         add_row(scores, W, ahead[t - block])
@@ -94,7 +157,7 @@ def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos
                     stop = min(block + LOOKAHEAD, n_tpl)
                     for t in range(block, stop):
                         key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                           lex_rows, lex, pred)
+                                           lex_rows, lex, pred, hist)
                         ahead[t - block] = find_row(tab, tab_off, t, key)
                         if ahead[t - block] >= 0:
                             touch += W[ahead[t - block], 0]
@@ -108,13 +171,15 @@ def predict_sequence(lex_rows, lex, seg_off, seeds, atom_off, atom_src, atom_pos
                             break
             pred[i] = best_valid(scores, valid)
             used[i] = n
+            if with_hist:
+                remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
     return touch
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, seg_off, gold, seeds, atom_off, atom_src, atom_pos,
+def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos,
                    tab_off, tab, tab_count, row_tpl, n_rows,
-                   W, U, G, adagrad, lr, step, allowed, margin, objective, pred):
+                   W, U, G, adagrad, lr, step, allowed, hist_of, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
     tokens with a gold label that were predicted wrongly.
@@ -131,21 +196,32 @@ def train_sequence(lex_rows, lex, seg_off, gold, seeds, atom_off, atom_src, atom
     grad = np.zeros(W.shape[1], dtype=np.float32)
     touched = np.zeros(W.shape[1] + 1, dtype=np.int64)
     errors = 0
+    with_hist = uses_history(atom_src)
+    hist = np.zeros(lex_rows.shape[0] if with_hist else 0, dtype=np.uint64)
+    h_keys, h_vals, h_stamp = history_table(seg_off, seg_new_doc)
+    doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
+        if seg_new_doc[d]:
+            doc_id += 1
         for i in range(start, end):
+            if with_hist:
+                slot = history_slot(h_keys, h_stamp, doc_id, lex[lex_rows[i], LOWER])
+                hist[i] = hist_of[h_vals[slot]] if h_stamp[slot] == doc_id + 1 else HIST_NONE
             valid = valid_labels(allowed, pred, no_fixed, i, start, end)
             g = gold[i]
             if g >= 0 and not valid[g]:
                 g = -1
             for t in range(n_tpl):
                 keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                       lex_rows, lex, pred)
+                                       lex_rows, lex, pred, hist)
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
                                   W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
                                   n_rows, step[0], viol_t, viol_y, grad, touched)
             pred[i] = p
+            if with_hist:
+                remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)
             if g >= 0:
                 step[0] += 1.0
                 if p != g:

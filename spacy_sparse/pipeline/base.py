@@ -104,6 +104,7 @@ class DocBatch:
                 inner = np.flatnonzero(doc.to_array(SENT_START)[1:] == 1) + 1
                 starts.append(inner + self.doc_off[i])
         self.seg_off = np.unique(np.concatenate(starts + [self.doc_off[-1:]])).astype(np.int64)
+        self.seg_new_doc = np.isin(self.seg_off[:-1], self.doc_off).astype(np.uint8)
 
 
 class SparsePipe(TrainablePipe):
@@ -174,22 +175,25 @@ class SparsePipe(TrainablePipe):
     def n_threads(self, value: int) -> None:
         self.cfg["n_threads"] = check_threads(value)
 
-    def _over_segments(self, seg_off: np.ndarray, run: Callable[[np.ndarray], None]) -> None:
-        """Call run(seg_off_part) on contiguous runs of segments, one per
-        thread. Segments are independent and each part writes its own
-        tokens, so the result does not depend on the number of threads."""
-        n_seg = len(seg_off) - 1
-        n_threads = min(self.n_threads, n_seg)
+    def _over_segments(self, batch: DocBatch, run: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        """Call run(seg_off_part, seg_new_doc_part) on contiguous runs of
+        whole docs, one per thread. Docs are independent and each part writes
+        its own tokens, so the result does not depend on the number of
+        threads."""
+        seg_off, new_doc = batch.seg_off, batch.seg_new_doc
+        doc_starts = np.flatnonzero(new_doc)
+        n_threads = min(self.n_threads, len(doc_starts))
         if n_threads <= 1 or seg_off[-1] < MIN_TOKENS_PER_THREAD * 2:
-            run(seg_off)
+            run(seg_off, new_doc)
             return
         if self._pool is None or self._pool._max_workers != n_threads:
             self._pool = ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="spacy-sparse")
-        # cut at the segment starts nearest to equal shares of tokens
+        # cut at the doc starts nearest to equal shares of tokens
         targets = np.linspace(0, seg_off[-1], n_threads + 1)[1:-1]
-        cuts = np.unique(np.concatenate([[0], np.searchsorted(seg_off, targets), [n_seg]]))
-        parts = [seg_off[a:b + 1] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-        for future in [self._pool.submit(run, part) for part in parts]:
+        at = doc_starts[np.searchsorted(seg_off[doc_starts], targets).clip(0, len(doc_starts) - 1)]
+        cuts = np.unique(np.concatenate([[0], at, [len(seg_off) - 1]]))
+        parts = [(seg_off[a:b + 1], new_doc[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+        for future in [self._pool.submit(run, *part) for part in parts]:
             future.result()
 
     @property

@@ -12,12 +12,9 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from ..kernels.sequence import predict_sequence, train_sequence
-from ..model import SparseLinearModel
-from .base import DocBatch, SparsePipe
+from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
-NO_FIXED = np.zeros(0, dtype=np.int32)
 
 DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
@@ -87,7 +84,7 @@ def make_tagger_scorer() -> Callable:
     return tagger_score
 
 
-class SparseTagger(SparsePipe):
+class SparseTagger(SequencePipe):
     """Assigns token.tag_ (or token.pos_) greedily from left to right."""
 
     def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag", **kwargs: Any):
@@ -132,25 +129,6 @@ class SparseTagger(SparsePipe):
                 yield token.text, getattr(token, self.annotate + "_")
 
     # ---- inference -----------------------------------------------------------
-    def predict(self, docs: Iterable[Doc]):
-        docs = list(docs)
-        model = self._require_model()
-        batch = DocBatch(docs, self.lexicon)
-        pred = np.zeros(batch.n_tokens, dtype=np.int32)
-        used = np.zeros(batch.n_tokens, dtype=np.int32)
-        margin = -1.0 if self.margin is None else self.margin
-        W = model.weights()
-
-        def label(seg_off: np.ndarray) -> None:
-            predict_sequence(
-                batch.lex_rows, batch.lex, seg_off, model.seeds, model.atom_off, model.atom_src,
-                model.atom_pos, model.tab_off, model.tab, W, self._allowed, NO_FIXED, margin, pred, used,
-            )
-
-        self._over_segments(batch.seg_off, label)
-        self._record_usage(used)
-        return pred, batch.doc_off
-
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         pred, doc_off = predictions
         attr = ANNOTATE[self.annotate]
@@ -191,16 +169,3 @@ class SparseTagger(SparsePipe):
         if self.annotate == "pos":
             return UPOS_IDS.get(label, 0)
         return self.vocab.strings[label] if label in self.vocab.strings else 0
-
-    def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
-        batch = DocBatch([eg.predicted for eg in examples], self.lexicon)
-        gold = self._gold(examples, batch.n_tokens)
-        model.reserve(batch.n_tokens, adagrad=self.adagrad)
-        pred = np.zeros(batch.n_tokens, dtype=np.int32)
-        return train_sequence(
-            batch.lex_rows, batch.lex, batch.seg_off, gold, model.seeds, model.atom_off, model.atom_src,
-            model.atom_pos, model.tab_off, model.tab, model.tab_count, model.row_tpl,
-            model.n_rows, model.W, model.U, model.G, self.adagrad, self.cfg["learn_rate"], model.steps,
-            self._allowed, self.cfg["train_margin"],
-            self.objective, pred,
-        )

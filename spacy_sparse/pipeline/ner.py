@@ -1,0 +1,208 @@
+"""`sparse_ner`: a greedy left-to-right BILUO entity recognizer over feature
+templates, with dynamic feature selection (Strubell et al. 2015, §6.3).
+
+The labels the model predicts are BILUO moves (O, B-T, I-T, L-T, U-T for
+each entity type T); a validity mask lets only well-formed sequences
+through, so the output is always a valid set of spans. Entities already on
+a doc (from an entity_ruler, say) are kept: their tokens are fixed labels,
+and predictions fill in around them.
+"""
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.language import Language
+from spacy.scorer import get_ner_prf
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.util import registry
+from spacy.vocab import Vocab
+
+from .base import DocBatch
+from .sequence import SequencePipe
+
+PREFIXES = ("B", "I", "L", "U")
+
+DEFAULT_NER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.ner_templates.v1"},
+    "margin": None,
+    "train_margin": 30.0,
+    "mode": "prefix",
+    "learner": "adagrad",
+    "learn_rate": 1.0,
+    "n_threads": 1,
+    "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_ner",
+    assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
+    default_config=DEFAULT_NER_CONFIG,
+    default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
+)
+def make_sparse_ner(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    n_threads: int,
+    scorer: Optional[Callable],
+) -> "SparseNER":
+    """Create a sparse entity recognizer. The settings mean what they mean for
+    `sparse_tagger` (see its factory)."""
+    return SparseNER(nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
+                     learner=learner, learn_rate=learn_rate, n_threads=n_threads, scorer=scorer)
+
+
+def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+    """Entity precision, recall and F1, overall and per type."""
+    return get_ner_prf(examples)
+
+
+@registry.scorers("spacy_sparse.ner_scorer.v1")
+def make_ner_scorer() -> Callable:
+    return ner_score
+
+
+def biluo_moves(types: Sequence[str]) -> List[str]:
+    """O, then B-T, I-T, L-T, U-T for each type in order."""
+    return ["O"] + [f"{p}-{t}" for t in types for p in PREFIXES]
+
+
+def biluo_mask(n_types: int) -> np.ndarray:
+    """allowed[closing, prev + 1, move] for the moves of biluo_moves().
+
+    Outside an entity (start, O, L-*, U-*) come O, B-* and U-*; inside one
+    (B-T, I-T) come I-T and L-T. A closing token (the last of a segment, or
+    one before a fixed label) may not open or continue an entity.
+    """
+    n = 1 + 4 * n_types
+    allowed = np.zeros((2, n + 1, n), dtype=np.uint8)
+    outside_rows = [0, 1] + [1 + 1 + 4 * k + 2 for k in range(n_types)] + [1 + 1 + 4 * k + 3 for k in range(n_types)]
+    for row in outside_rows:
+        allowed[0, row, 0] = 1
+        allowed[1, row, 0] = 1
+        for k in range(n_types):
+            allowed[0, row, 1 + 4 * k] = 1  # B
+            allowed[0, row, 1 + 4 * k + 3] = 1  # U
+            allowed[1, row, 1 + 4 * k + 3] = 1  # U
+    for k in range(n_types):
+        for inside in (1 + 4 * k, 1 + 4 * k + 1):  # after B-T or I-T
+            row = inside + 1
+            allowed[0, row, 1 + 4 * k + 1] = 1  # I-T
+            allowed[0, row, 1 + 4 * k + 2] = 1  # L-T
+            allowed[1, row, 1 + 4 * k + 2] = 1  # L-T
+    return allowed
+
+
+def moves_to_spans(moves: np.ndarray, types: Sequence[str]) -> List[Tuple[int, int, str]]:
+    """(start, end, type) of the entities in a valid BILUO move sequence."""
+    kind = np.where(moves > 0, (moves - 1) % 4, -1)
+    starts = np.flatnonzero((kind == 0) | (kind == 3))
+    ends = np.flatnonzero((kind == 2) | (kind == 3)) + 1
+    return [(int(s), int(e), types[(int(moves[s]) - 1) // 4]) for s, e in zip(starts, ends)]
+
+
+class SparseNER(SequencePipe):
+    """Sets doc.ents greedily from left to right."""
+
+    def __init__(self, vocab: Vocab, name: str = "sparse_ner", **kwargs: Any):
+        super().__init__(vocab, name, **kwargs)
+        self._types: List[str] = []
+        self._move_index: Dict[str, int] = {}
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """The entity types (the model's labels are their BILUO moves)."""
+        if self.sparse is not None:
+            return tuple(self._types)
+        return tuple(self.cfg["labels"])
+
+    def _build_model(self, labels: Sequence[str], order: Optional[Any],
+                     classes: Optional[Dict[int, int]] = None) -> None:
+        types = sorted(set(labels))
+        bad = [t for t in types if not t or "-" in t[:2] and t[0] in PREFIXES]
+        if bad:
+            raise ValueError(f"Entity types must be plain labels like 'PER', got {bad[:5]}")
+        super()._build_model(biluo_moves(types), order, classes)
+        self.cfg["labels"] = list(types)
+
+    def _labels_changed(self) -> None:
+        moves = list(self.sparse.labels) if self.sparse is not None else biluo_moves(self.cfg["labels"])
+        self._types = [m[2:] for m in moves[1::4]]
+        self._move_index = {m: i for i, m in enumerate(moves)}
+        self._allowed = biluo_mask(len(self._types))
+        for t in self._types:
+            self.vocab.strings.add(t)
+
+    def _load_model(self, data: bytes, where: str = "bytes") -> None:
+        super()._load_model(data, where)
+        self.cfg["labels"] = list(self._types)
+
+    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
+        return sorted({ent.label_ for eg in examples for ent in eg.reference.ents})
+
+    def _word_labels(self, examples: Iterable[Example]):
+        for eg in examples:
+            for token, move in zip(eg.reference, _biluo_of(eg.reference)):
+                yield token.text, move
+
+    @property
+    def _hist_of(self) -> np.ndarray:
+        """A `hist` atom reads the entity type of the last move (1: outside)."""
+        n = self._allowed.shape[2]
+        return np.array([1] + [2 + (m - 1) // 4 for m in range(1, n)], dtype=np.uint64)
+
+    # ---- inference -----------------------------------------------------------
+    def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
+        if not any(doc.ents for doc in docs):
+            return np.zeros(0, dtype=np.int32)
+        fixed = np.full(batch.n_tokens, -1, dtype=np.int32)
+        for i, doc in enumerate(docs):
+            base = batch.doc_off[i]
+            for ent in doc.ents:
+                label = ent.label_
+                if label not in self._types:
+                    # an entity type the model does not know: keep it, as outside for the model
+                    fixed[base + ent.start: base + ent.end] = 0
+                    continue
+                k = 1 + 4 * self._types.index(label)
+                if len(ent) == 1:
+                    fixed[base + ent.start] = k + 3
+                else:
+                    fixed[base + ent.start] = k
+                    fixed[base + ent.start + 1: base + ent.end - 1] = k + 1
+                    fixed[base + ent.end - 1] = k + 2
+        return fixed
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        pred, doc_off = predictions
+        for i, doc in enumerate(docs):
+            start, end = doc_off[i], doc_off[i + 1]
+            keep = {(e.start, e.end): e for e in doc.ents}
+            spans = []
+            for s, e, label in moves_to_spans(pred[start:end], self._types):
+                spans.append(keep.get((s, e)) or Span(doc, s, e, label=label))
+            # presets of types the model does not know were fixed as outside
+            known = {(sp.start, sp.end) for sp in spans}
+            spans.extend(e for e in doc.ents if (e.start, e.end) not in known)
+            doc.set_ents(sorted(spans, key=lambda sp: sp.start), default="outside")
+
+    # ---- training --------------------------------------------------------------
+    def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
+        """BILUO move index per predicted token; -1 where missing or unknown."""
+        index = self._move_index
+        out = []
+        for eg in examples:
+            out.extend(index.get(m, -1) if m else -1 for m in eg.get_aligned_ner())
+        return np.array(out, dtype=np.int32).reshape(n_tokens)
+
+
+def _biluo_of(doc: Doc) -> List[str]:
+    from spacy.training.iob_utils import doc_to_biluo_tags
+
+    return doc_to_biluo_tags(doc, missing="")

@@ -1,0 +1,87 @@
+"""sparse_ner on CoNLL-2003: valid spans whatever the weights, presets kept, real F1."""
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+
+from spacy_sparse.pipeline.ner import biluo_mask, biluo_moves, moves_to_spans
+
+from conftest import bare
+
+
+def valid_sequence(moves, n_types, closing_at):
+    allowed = biluo_mask(n_types)
+    prev = -1
+    for i, m in enumerate(moves):
+        if not allowed[1 if i in closing_at else 0, prev + 1, m]:
+            return False
+        prev = m
+    return True
+
+
+def test_training_on_a_conll_slice_reaches_real_f1(trained_ner, conll_refs):
+    nlp, ner = trained_ner
+    examples = [Example(bare(r), r) for r in conll_refs["dev"]]
+    list(ner.pipe([eg.predicted for eg in examples]))
+    scores = ner.score(examples)
+    assert scores["ents_f"] > 0.70, scores["ents_f"]
+    assert set(scores["ents_per_type"]) == {"PER", "ORG", "LOC", "MISC"}
+    assert set(ner.labels) == {"PER", "ORG", "LOC", "MISC"}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_spans_are_valid_whatever_the_weights(trained_ner, conll_refs, seed):
+    nlp, ner = trained_ner
+    model = ner.sparse
+    saved = model._dense
+    rng = np.random.RandomState(seed)
+    model._dense = (rng.randn(*model.weights().shape) * 50).astype(np.float32)
+    try:
+        for margin in (None, 5.0):
+            ner.margin = margin
+            docs = [bare(r) for r in conll_refs["dev"][:10]]
+            pred, doc_off = ner.predict(docs)
+            for i, doc in enumerate(docs):
+                moves = pred[doc_off[i]:doc_off[i + 1]]
+                ends = {s.end - 1 for s in doc.sents}
+                assert valid_sequence(moves, len(ner.labels), ends)
+            ner.set_annotations(docs, (pred, doc_off))
+            assert any(doc.ents for doc in docs)
+    finally:
+        model._dense = saved
+        ner.margin = None
+
+
+def test_moves_to_spans():
+    types = ["LOC", "PER"]
+    moves = biluo_moves(types)
+    seq = [moves.index(m) for m in ["O", "B-PER", "I-PER", "L-PER", "U-LOC", "O", "U-PER"]]
+    assert moves_to_spans(np.array(seq), types) == [(1, 4, "PER"), (4, 5, "LOC"), (6, 7, "PER")]
+
+
+def test_preset_entities_survive(trained_ner):
+    nlp, ner = trained_ner
+    doc = Doc(nlp.vocab, words="Yesterday John Smith flew from Paris to Acme Widget headquarters in Berlin .".split())
+    doc.ents = [Span(doc, 7, 9, label="PRODUCT"), Span(doc, 5, 6, label="ORG")]
+    doc = ner(doc)
+    ents = {(e.start, e.end, e.label_) for e in doc.ents}
+    assert (7, 9, "PRODUCT") in ents and (5, 6, "ORG") in ents
+    assert any(e.label_ == "PER" for e in doc.ents)
+    starts = [e.start for e in doc.ents]
+    assert starts == sorted(starts)
+
+
+def test_save_load_and_edge_docs(trained_ner, conll_refs, tmp_path):
+    nlp, ner = trained_ner
+    docs = [bare(r) for r in conll_refs["dev"][:10]]
+    expected = [[(e.start, e.end, e.label_) for e in d.ents] for d in nlp.pipe(docs)]
+    nlp.to_disk(tmp_path / "ner")
+    nlp2 = spacy.load(tmp_path / "ner")
+    got = [[(e.start, e.end, e.label_) for e in d.ents] for d in nlp2.pipe([bare(r) for r in conll_refs["dev"][:10]])]
+    assert got == expected
+    empty, one = nlp2.make_doc(""), Doc(nlp2.vocab, words=["Germany"])
+    long_doc = Doc(nlp2.vocab, words=("Peter Blackburn visited Brussels on Monday .".split() * 8000))
+    out = list(nlp2.pipe([empty, one, long_doc]))
+    assert len(out[0].ents) == 0 and len(out[1]) == 1
+    assert len(out[2]) == 56_000 and len(out[2].ents) > 1000
