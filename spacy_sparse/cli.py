@@ -170,12 +170,13 @@ def cmd_convert_conll(args: argparse.Namespace) -> int:
     and keeps -DOCSTART- as a sentence.)"""
     from spacy.tokens import DocBin
 
-    from .readers import conll_ner_docs
+    from .readers import conll_ner_docs, uner_docs
 
     vocab = __import__("spacy").blank("en").vocab
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    docs = list(conll_ner_docs(vocab, Path(args.input)))
+    read = uner_docs if args.uner else conll_ner_docs
+    docs = list(read(vocab, Path(args.input)))
     DocBin(docs=docs, store_user_data=False).to_disk(out)
     msg.good(f"{args.input} -> {out}: {len(docs)} docs, {sum(len(d) for d in docs):,} tokens, "
              f"{sum(len(d.ents) for d in docs):,} entities")
@@ -396,6 +397,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("convert-conll", help="CoNLL-2003 NER file -> .spacy, one doc per article")
     p.add_argument("input")
     p.add_argument("output")
+    p.add_argument("--uner", action="store_true",
+                   help="Universal NER format (index token tag ...); OTH and B-O tags become O")
     p.set_defaults(func=cmd_convert_conll)
 
     p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")

@@ -7,7 +7,7 @@ edges it never sees at inference on whole docs. This reader yields one
 example per stored doc, with the gold tokens as the predicted doc's tokens.
 """
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Union
+from typing import Callable, Iterable, Iterator, Sequence, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -55,10 +55,12 @@ def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False) ->
     return read
 
 
-def conll_ner_docs(vocab, path: Path) -> Iterator[Doc]:
-    """Docs from a CoNLL-2003-style file: first column the token, last the
-    IOB1/IOB2 entity tag; blank lines end sentences, -DOCSTART- lines end
-    articles (one doc each). A line with one column is a malformed file."""
+def iob_docs(vocab, path: Path, *, token_col: int, tag_col: int, doc_break: Callable[[str], bool],
+             map_tag: Callable[[str], str] = lambda t: t) -> Iterator[Doc]:
+    """Docs with sentence starts and entities from a token-per-line file with
+    an IOB1/IOB2 tag column: blank lines end sentences, lines for which
+    `doc_break` is true end docs, other lines starting with "#" are
+    comments. A line without the columns is a malformed file."""
     from spacy.training.iob_utils import biluo_to_iob, iob_to_biluo
 
     def build(sents):
@@ -72,26 +74,40 @@ def conll_ner_docs(vocab, path: Path) -> Iterator[Doc]:
     sents, sent = [], []
     with Path(path).open(encoding="utf8") as f:
         for number, line in enumerate(f, start=1):
-            parts = line.split()
-            if not parts:
+            stripped = line.strip()
+            if not stripped or doc_break(stripped) or stripped.startswith("#"):
                 if sent:
                     sents.append(sent)
                     sent = []
+                if stripped and doc_break(stripped):
+                    doc = build(sents)
+                    if doc is not None:
+                        yield doc
+                    sents = []
                 continue
-            if parts[0] == "-DOCSTART-":
-                if sent:
-                    sents.append(sent)
-                    sent = []
-                doc = build(sents)
-                if doc is not None:
-                    yield doc
-                sents = []
-                continue
-            if len(parts) < 2:
-                raise ValueError(f"{path}, line {number}: expected 'token ... tag', got {line.strip()!r}")
-            sent.append((parts[0], parts[-1]))
+            parts = line.rstrip("\n").split("\t") if "\t" in line else line.split()
+            if len(parts) <= max(token_col, tag_col):
+                raise ValueError(f"{path}, line {number}: expected a token and a tag, got {stripped!r}")
+            sent.append((parts[token_col], map_tag(parts[tag_col])))
     if sent:
         sents.append(sent)
     doc = build(sents)
     if doc is not None:
         yield doc
+
+
+def conll_ner_docs(vocab, path: Path) -> Iterator[Doc]:
+    """CoNLL-2003 (token POS chunk tag): one doc per -DOCSTART- article."""
+    return iob_docs(vocab, path, token_col=0, tag_col=-1, doc_break=lambda line: line.startswith("-DOCSTART-"))
+
+
+def uner_docs(vocab, path: Path, drop_types: Sequence[str] = ("OTH", "O")) -> Iterator[Doc]:
+    """Universal NER files (index token tag - annotator, `# newdoc` comments):
+    one doc per `# newdoc`. Tags of `drop_types` become O: the draft EWT
+    train file has an OTH type and stray B-O tags that UNER v1 does not."""
+
+    def map_tag(tag: str) -> str:
+        return "O" if tag[2:] in drop_types else tag
+
+    return iob_docs(vocab, path, token_col=1, tag_col=2, doc_break=lambda line: line.startswith("# newdoc"),
+                    map_tag=map_tag)

@@ -27,6 +27,17 @@ from ..templates import apply_order, parse_templates
 
 from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED
 
+# Settings every sparse component has, with their defaults (each factory adds
+# its own templates, scorer and task settings).
+COMMON_DEFAULTS = {
+    "margin": None,
+    "train_margin": 30.0,
+    "mode": "prefix",
+    "learner": "adagrad",
+    "learn_rate": 1.0,
+    "n_threads": 1,
+}
+
 MODES = {"prefix": PREFIX_ALL, "dynamic": PREFIX_TRUNCATED, "full": FULL}
 LEARNERS = ("adagrad", "perceptron")
 

@@ -17,19 +17,14 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .base import DocBatch
+from .base import COMMON_DEFAULTS, DocBatch
 from .sequence import SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
 
 DEFAULT_NER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.ner_templates.v1"},
-    "margin": None,
-    "train_margin": 30.0,
-    "mode": "prefix",
-    "learner": "adagrad",
-    "learn_rate": 1.0,
-    "n_threads": 1,
+    **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
 }
 

@@ -12,6 +12,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
+from .base import COMMON_DEFAULTS
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
@@ -19,12 +20,7 @@ ANNOTATE = {"tag": TAG, "pos": POS}
 DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
     "annotate": "tag",
-    "margin": None,
-    "train_margin": 30.0,
-    "mode": "prefix",
-    "learner": "adagrad",
-    "learn_rate": 1.0,
-    "n_threads": 1,
+    **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
 }
 
