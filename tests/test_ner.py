@@ -85,3 +85,24 @@ def test_save_load_and_edge_docs(trained_ner, conll_refs, tmp_path):
     out = list(nlp2.pipe([empty, one, long_doc]))
     assert len(out[0].ents) == 0 and len(out[1]) == 1
     assert len(out[2]) == 56_000 and len(out[2].ents) > 1000
+
+
+def test_uner_reader_maps_draft_tags_to_outside():
+    from itertools import islice
+
+    from spacy_sparse.readers import uner_docs
+
+    from conftest import SHARED
+
+    vocab = spacy.blank("en").vocab
+    draft = list(islice(uner_docs(vocab, SHARED / "uner-english-ewt" / "train.draft.iob2"), 60))
+    labels = {e.label_ for d in draft for e in d.ents}
+    assert labels == {"PER", "LOC", "ORG"}
+    raw = (SHARED / "uner-english-ewt" / "train.draft.iob2").read_text(encoding="utf8")
+    assert "B-OTH" in raw and ("\tB-O\t" in raw or "\tB-O\n" in raw)
+    assert all(len(list(d.sents)) >= 1 for d in draft)
+
+
+def test_conll_reader_one_doc_per_article(conll_refs):
+    assert all(t.text != "-DOCSTART-" for d in conll_refs["train"] for t in d)
+    assert conll_refs["train"][0].ents[0].text == "EU" and conll_refs["train"][0].ents[0].label_ == "ORG"
