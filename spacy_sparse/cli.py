@@ -357,7 +357,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("bench", help="accuracy, templates/token and words/s across stop margins")
     p.add_argument("model")
     p.add_argument("data", help="a .spacy DocBin with gold annotation")
-    p.add_argument("--margins", default="none,400,300,200,100,50")
+    p.add_argument("--margins", default="none,45,35,30,25,20")
     p.add_argument("--component", help="name of the sparse component (default: the first)")
     p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
