@@ -156,6 +156,9 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     if DEFAULT_MODEL_PATH.exists():
         shutil.rmtree(DEFAULT_MODEL_PATH)
     nlp.to_disk(DEFAULT_MODEL_PATH)
+    # The tagger reads word forms from the docs it gets, not from the vocab:
+    # ship only the label strings, not the training corpus's word list.
+    srsly.write_json(DEFAULT_MODEL_PATH / "vocab" / "strings.json", sorted(set(pipe.labels)))
     (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(threshold=args.min_weight))
     size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
@@ -415,6 +418,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader of our stdout went away (`... | head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (ValueError, FileNotFoundError, OSError) as err:
         msg.fail(str(err))
         return 1
