@@ -58,8 +58,11 @@ def uses_history(atom_src):
 
 
 @njit(cache=True, nogil=True)
-def history_table(seg_off, seg_new_doc):
-    """Scratch for the per-doc history: room for the longest doc's words."""
+def history_state(lex_rows, atom_src, seg_off, seg_new_doc):
+    """Whether templates read `hist`, the value each token reads, and the
+    per-doc table of words seen (room for the longest doc's words)."""
+    with_hist = uses_history(atom_src)
+    hist = np.zeros(lex_rows.shape[0] if with_hist else 0, dtype=np.uint64)
     longest = 0
     length = 0
     for d in range(seg_off.shape[0] - 1):
@@ -68,9 +71,9 @@ def history_table(seg_off, seg_new_doc):
         length += seg_off[d + 1] - seg_off[d]
         longest = max(longest, length)
     cap = 8
-    while cap < 2 * longest + 2:
+    while with_hist and cap < 2 * longest + 2:
         cap *= 2
-    return np.zeros(cap, dtype=np.uint64), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
+    return with_hist, hist, np.zeros(cap, dtype=np.uint64), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -82,6 +85,13 @@ def history_slot(keys, stamp, doc_id, key):
     while stamp[i] == doc_id + 1 and keys[i] != key:
         i = (i + 1) & (cap - 1)
     return i
+
+
+@njit(cache=True, nogil=True)
+def recall(keys, vals, stamp, doc_id, key, hist_of):
+    """What `hist` reads for a word: hist_of of its last label in this doc."""
+    slot = history_slot(keys, stamp, doc_id, key)
+    return hist_of[vals[slot]] if stamp[slot] == doc_id + 1 else HIST_NONE
 
 
 @njit(cache=True, nogil=True)
@@ -111,10 +121,7 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
-    touch = np.float32(0.0)
-    with_hist = uses_history(atom_src)
-    hist = np.zeros(lex_rows.shape[0] if with_hist else 0, dtype=np.uint64)
-    h_keys, h_vals, h_stamp = history_table(seg_off, seg_new_doc)
+    with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
@@ -123,8 +130,7 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
             doc_id += 1
         for i in range(start, end):
             if with_hist:
-                slot = history_slot(h_keys, h_stamp, doc_id, lex[lex_rows[i], LOWER])
-                hist[i] = hist_of[h_vals[slot]] if h_stamp[slot] == doc_id + 1 else HIST_NONE
+                hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
             if fixed.shape[0] > 0 and fixed[i] >= 0:
                 pred[i] = fixed[i]
                 used[i] = 0
@@ -159,8 +165,6 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
                         key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
                                            lex_rows, lex, pred, hist)
                         ahead[t - block] = find_row(tab, tab_off, t, key)
-                        if ahead[t - block] >= 0:
-                            touch += W[ahead[t - block], 0]
                     for t in range(block, stop):
                         row = ahead[t - block]
                         if row >= 0:
@@ -173,7 +177,6 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
             used[i] = n
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
-    return touch
 
 
 @njit(cache=True, nogil=True)
@@ -196,9 +199,7 @@ def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, a
     grad = np.zeros(W.shape[1], dtype=np.float32)
     touched = np.zeros(W.shape[1] + 1, dtype=np.int64)
     errors = 0
-    with_hist = uses_history(atom_src)
-    hist = np.zeros(lex_rows.shape[0] if with_hist else 0, dtype=np.uint64)
-    h_keys, h_vals, h_stamp = history_table(seg_off, seg_new_doc)
+    with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
@@ -207,8 +208,7 @@ def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, a
             doc_id += 1
         for i in range(start, end):
             if with_hist:
-                slot = history_slot(h_keys, h_stamp, doc_id, lex[lex_rows[i], LOWER])
-                hist[i] = hist_of[h_vals[slot]] if h_stamp[slot] == doc_id + 1 else HIST_NONE
+                hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
             valid = valid_labels(allowed, pred, no_fixed, i, start, end)
             g = gold[i]
             if g >= 0 and not valid[g]:
