@@ -106,3 +106,10 @@ def test_uner_reader_maps_draft_tags_to_outside():
 def test_conll_reader_one_doc_per_article(conll_refs):
     assert all(t.text != "-DOCSTART-" for d in conll_refs["train"] for t in d)
     assert conll_refs["train"][0].ents[0].text == "EU" and conll_refs["train"][0].ents[0].label_ == "ORG"
+
+
+@pytest.mark.parametrize("labels", [["B-PER"], ["PER", ""], ["U-LOC", "ORG"]])
+def test_move_names_are_not_entity_types(labels):
+    ner = spacy.blank("en").add_pipe("sparse_ner")
+    with pytest.raises(ValueError, match="Entity types"):
+        ner._build_model(labels, None)

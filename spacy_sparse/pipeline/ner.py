@@ -120,7 +120,7 @@ class SparseNER(SequencePipe):
     def _build_model(self, labels: Sequence[str], order: Optional[Any],
                      classes: Optional[Dict[int, int]] = None) -> None:
         types = sorted(set(labels))
-        bad = [t for t in types if not t or "-" in t[:2] and t[0] in PREFIXES]
+        bad = [t for t in types if not t or t[:2] in {f"{p}-" for p in PREFIXES}]
         if bad:
             raise ValueError(f"Entity types must be plain labels like 'PER', got {bad[:5]}")
         super()._build_model(biluo_moves(types), order, classes)
