@@ -1,4 +1,5 @@
-"""`python -m spacy_sparse COMMAND`: demo, tag, tag-shards, bench, report, order-templates, convert-ud, ship-default."""
+"""`python -m spacy_sparse COMMAND`: demo, tag, tag-shards, bench, report, order-templates, convert-ud,
+convert-conll, jackknife, ship-default."""
 import argparse
 import sys
 import time
@@ -162,6 +163,16 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(threshold=args.min_weight))
     size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
+    return 0
+
+
+def cmd_jackknife(args: argparse.Namespace) -> int:
+    from .jackknife import jackknife_tags
+
+    overrides = {"training.max_epochs": args.max_epochs} if args.max_epochs else {}
+    acc = jackknife_tags(Path(args.config), Path(args.train), Path(args.dev), Path(args.output),
+                         folds=args.folds, overrides=overrides)
+    msg.good(f"Wrote {args.output}: tags predicted by {args.folds} held-out taggers, {100 * acc:.2f}% correct")
     return 0
 
 
@@ -361,7 +372,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("model")
     p.add_argument("data", help="a .spacy DocBin with gold annotation")
     p.add_argument("--margins", default="none,45,35,30,25,20")
-    p.add_argument("--component", help="name of the sparse component (default: the first)")
+    p.add_argument("--component", help="name of the sparse component whose margin varies (default: the last)")
     p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
     p.add_argument("--gold-sents", action="store_true", help="give the pipeline the gold sentence boundaries")
@@ -396,6 +407,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("jackknife", help="tag the training data with k taggers that never saw their fold (for parser training)")
+    p.add_argument("config", help="tagger training config, e.g. configs/tagger.cfg")
+    p.add_argument("train")
+    p.add_argument("dev")
+    p.add_argument("output", help=".spacy file: the training docs with predicted tag_")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--max-epochs", type=int, default=0, help="override the config's max_epochs (0: keep)")
+    p.set_defaults(func=cmd_jackknife)
 
     p = sub.add_parser("convert-conll", help="CoNLL-2003 NER file -> .spacy, one doc per article")
     p.add_argument("input")

@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence, Union
 
 from spacy.language import Language
+from spacy.attrs import TAG
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.util import ensure_path, registry
 
 
 def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
-                        sents: bool = False) -> Iterator[Example]:
+                        sents: bool = False, tags: bool = False) -> Iterator[Example]:
     """Examples whose predicted doc has the gold tokens (and, with `sents`,
-    the gold sentence boundaries) and no other annotation."""
+    the gold sentence boundaries; with `tags`, the stored tags) and no
+    other annotation."""
     path = ensure_path(path)
     if path is None or not path.exists():
         raise ValueError(f"Corpus file not found: {path}")
@@ -26,7 +28,10 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     n = 0
     for file in files:
         for ref in DocBin().from_disk(file).get_docs(nlp.vocab):
-            yield Example(bare_copy(ref, sents), ref)
+            doc = bare_copy(ref, sents)
+            if tags and len(ref):
+                doc.from_array([TAG], ref.to_array([TAG]))
+            yield Example(doc, ref)
             n += 1
             if limit and n >= limit:
                 return
@@ -44,13 +49,16 @@ def bare_copy(ref: Doc, sents: bool = False, vocab=None) -> Doc:
 
 
 @registry.readers("spacy_sparse.GoldTokenCorpus.v1")
-def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False) -> Callable[[Language], Iterable[Example]]:
+def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False,
+                             tags: bool = False) -> Callable[[Language], Iterable[Example]]:
     """Examples with gold tokens, one per stored doc (`limit` docs at most);
     `sents` also gives the model the gold sentence boundaries (gold
-    segmentation, as UD evaluations with gold tokenization assume)."""
+    segmentation, as UD evaluations with gold tokenization assume); `tags`
+    puts the stored tag_ on the predicted doc, for a parser trained on
+    jackknifed tags (`python -m spacy_sparse jackknife`)."""
 
     def read(nlp: Language) -> Iterable[Example]:
-        return gold_token_examples(nlp, path, limit, sents)
+        return gold_token_examples(nlp, path, limit, sents, tags)
 
     return read
 

@@ -11,11 +11,17 @@ ordering files and model files can all name them the same way:
     "tag@-2+tag@-1"       the two previously predicted labels
     "suf3@0+shape@0"      the current word's 3-letter suffix and its shape
 
+A parser's atoms read tokens at *slots* of its state instead of offsets:
+"tag@S0+lower@B0" is the tag of the stack top with the first buffer word;
+"dep@S0L" the label of the stack top's leftmost dependent (see SLOTS).
+A template reads offsets or slots, never both: sequence tasks take the
+first kind, the parser the second.
+
 The template *is* the group of the group-lasso methods, the unit of dynamic
 feature selection, and one weight table in the model.
 """
 from dataclasses import dataclass
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple, Union
 
 import numpy as np
 from spacy.util import registry
@@ -43,17 +49,46 @@ LEX_COLUMN = {name: i for i, name in enumerate(LEX_ATTRS)}
 # position.
 HISTORY_ATTRS = {"tag": -1, "hist": -2}
 
+# Parser state slots (Zhang & Nivre 2011, for the arc-hybrid system): stack
+# items S0-S2 (S0 on top), buffer items B0-B3, and dependents already
+# attached: S0L/S0L2 the leftmost and second leftmost dependent of S0,
+# S0R/S0R2 the rightmost two, S0LL the leftmost dependent of S0L, and the
+# same for S1 and B0 (whose dependents are all on its left). The index of
+# a slot is its code in the kernels (kernels/parser.py).
+SLOTS: Tuple[str, ...] = (
+    "S0", "S1", "S2", "B0", "B1", "B2", "B3",
+    "S0L", "S0L2", "S0R", "S0R2", "S1L", "S1L2", "S1R", "S1R2",
+    "B0L", "B0L2", "S0LL", "S0RR", "B0LL",
+)
+SLOT_CODE = {name: i for i, name in enumerate(SLOTS)}
+
+# What a parser atom reads besides lexical attributes: "tag" and "pos" are
+# the token's tags set by an earlier component; "dep" the label the parser
+# gave it; "lv"/"rv" its number of left/right dependents so far (valency);
+# "lset"/"rset" the set of labels of those dependents; "dist" the distance
+# from the slot's token to B0 (bucketed), e.g. "dist@S0".
+STATE_ATTRS = {"tag": -1, "pos": -3, "dep": -4, "lv": -5, "rv": -6, "lset": -7, "rset": -8, "dist": -9}
+
 
 @dataclass(frozen=True)
 class Atom:
     attr: str
-    pos: int
+    pos: Union[int, str]  # an offset (sequence tasks) or a slot name (parser)
+
+    @property
+    def is_slot(self) -> bool:
+        return isinstance(self.pos, str)
 
     @property
     def source(self) -> int:
         if self.attr in LEX_COLUMN:
             return LEX_COLUMN[self.attr]
-        return HISTORY_ATTRS[self.attr]
+        return STATE_ATTRS[self.attr] if self.is_slot else HISTORY_ATTRS[self.attr]
+
+    @property
+    def code(self) -> int:
+        """The position as the kernels read it: the offset or the slot code."""
+        return SLOT_CODE[self.pos] if isinstance(self.pos, str) else self.pos
 
     def __str__(self) -> str:
         return f"{self.attr}@{self.pos}"
@@ -62,6 +97,11 @@ class Atom:
 @dataclass(frozen=True)
 class Template:
     atoms: Tuple[Atom, ...]
+
+    @property
+    def kind(self) -> str:
+        """"state" for parser templates (slots), "sequence" for offsets."""
+        return "state" if self.atoms[0].is_slot else "sequence"
 
     @property
     def name(self) -> str:
@@ -78,22 +118,48 @@ def parse_template(text: str) -> Template:
     atoms = []
     for part in text.strip().split("+"):
         attr, sep, pos = part.strip().partition("@")
+        pos = pos.strip()
         if not sep:
             raise ValueError(f"Template atom {part!r} in {text!r} lacks '@position' (e.g. 'lower@0')")
-        if attr not in LEX_COLUMN and attr not in HISTORY_ATTRS:
-            known = ", ".join(list(LEX_ATTRS) + list(HISTORY_ATTRS))
-            raise ValueError(f"Unknown attribute {attr!r} in template {text!r}; known: {known}")
-        try:
-            offset = int(pos)
-        except ValueError:
-            raise ValueError(f"Position {pos!r} in template {text!r} is not an integer") from None
-        if (attr == "tag" and offset >= 0) or (attr == "hist" and offset > 0):
-            raise ValueError(
-                f"Template {text!r} reads a predicted label at {offset}: only earlier "
-                "positions are known when predicting left to right"
-            )
-        atoms.append(Atom(attr, offset))
+        atoms.append(_slot_atom(text, attr, pos) if pos in SLOT_CODE else _offset_atom(text, attr, pos))
+    if len({a.is_slot for a in atoms}) > 1:
+        raise ValueError(f"Template {text!r} mixes offsets and parser slots")
     return Template(tuple(atoms))
+
+
+def _offset_atom(text: str, attr: str, pos: str) -> Atom:
+    if attr not in LEX_COLUMN and attr not in HISTORY_ATTRS:
+        known = ", ".join(list(LEX_ATTRS) + list(HISTORY_ATTRS))
+        raise ValueError(f"Unknown attribute {attr!r} in template {text!r}; known: {known}")
+    try:
+        offset = int(pos)
+    except ValueError:
+        raise ValueError(
+            f"Position {pos!r} in template {text!r} is neither an integer offset nor a parser slot "
+            f"({', '.join(SLOTS)})"
+        ) from None
+    if (attr == "tag" and offset >= 0) or (attr == "hist" and offset > 0):
+        raise ValueError(
+            f"Template {text!r} reads a predicted label at {offset}: only earlier "
+            "positions are known when predicting left to right"
+        )
+    return Atom(attr, offset)
+
+
+def _slot_atom(text: str, attr: str, slot: str) -> Atom:
+    if attr not in LEX_COLUMN and attr not in STATE_ATTRS:
+        known = ", ".join(list(LEX_ATTRS) + list(STATE_ATTRS))
+        raise ValueError(f"Unknown attribute {attr!r} for a parser slot in {text!r}; known: {known}")
+    return Atom(attr, slot)
+
+
+def check_kind(templates: Sequence[Template], kind: str, component: str) -> None:
+    """Refuse templates a component's kernel cannot read (offsets for the
+    parser, slots for the taggers)."""
+    wrong = [t.name for t in templates if t.kind != kind]
+    if wrong:
+        what = "parser slots (e.g. 'tag@S0')" if kind == "state" else "offsets (e.g. 'lower@-1')"
+        raise ValueError(f"{component} templates must read {what}; these do not: {wrong[:5]}")
 
 
 def parse_templates(texts: Iterable[str]) -> List[Template]:
@@ -126,7 +192,7 @@ def compile_templates(templates: Sequence[Template]):
     for i, t in enumerate(templates):
         for atom in t.atoms:
             sources.append(atom.source)
-            positions.append(atom.pos)
+            positions.append(atom.code)
         offsets[i + 1] = len(sources)
     return (
         seeds,
@@ -283,3 +349,91 @@ def apply_order(templates: Sequence[str], order: Sequence[str]) -> List[str]:
             seen.add(name)
     ordered.extend(t for t in templates if t not in seen)
     return ordered
+
+
+# A parsing set of 72 templates after Zhang & Nivre (2011), moved to the
+# arc-hybrid system: their S0h (head of the stack top, which arc-hybrid
+# never has) becomes S1, the other candidate head of S0, and S0h2 becomes
+# S2. Words are lowercase forms, "tag" the tags of an earlier tagger. Cheap
+# default order: the tag context of S1, S0 and B0 first, words and
+# dependents after.
+PARSER_TEMPLATES: Tuple[str, ...] = (
+    "tag@S0+tag@B0",
+    "tag@S1+tag@S0",
+    "tag@S1+tag@S0+tag@B0",
+    "tag@S0+tag@B0+tag@B1",
+    "lower@S0",
+    "lower@B0",
+    "tag@S0+dist@S0",
+    "tag@S1+tag@S0+dist@S1",
+    "lower@S0+tag@S0",
+    "lower@B0+tag@B0",
+    "lower@S1+tag@S1",
+    "tag@S0+tag@S0L+tag@B0",
+    "tag@S0+tag@S0R+tag@B0",
+    "tag@S0+tag@B0+tag@B0L",
+    "tag@S1+tag@S1R+tag@S0",
+    "tag@S2+tag@S1+tag@S0",
+    "tag@B0+tag@B1+tag@B2",
+    "lower@S0+lower@B0",
+    "lower@S1+lower@S0",
+    "lower@S0+tag@S0+lower@B0+tag@B0",
+    "lower@S0+tag@S0+lower@B0",
+    "lower@S0+lower@B0+tag@B0",
+    "lower@S0+tag@S0+tag@B0",
+    "tag@S0+lower@B0+tag@B0",
+    "lower@S1+tag@S0",
+    "tag@S1+lower@S0",
+    "lower@S1+tag@S1+lower@S0+tag@S0",
+    "tag@S0+tag@B0+dist@S0",
+    "lower@S0+lower@B0+dist@S0",
+    "lower@S0+dist@S0",
+    "lower@B0+dist@S0",
+    "tag@B0+dist@S0",
+    "tag@S0+rv@S0",
+    "tag@S0+lv@S0",
+    "tag@B0+lv@B0",
+    "lower@S0+rv@S0",
+    "lower@S0+lv@S0",
+    "lower@B0+lv@B0",
+    "dep@S0L",
+    "dep@S0R",
+    "dep@B0L",
+    "tag@S0L",
+    "tag@S0R",
+    "tag@B0L",
+    "lower@S0L",
+    "lower@S0R",
+    "lower@B0L",
+    "tag@B1",
+    "lower@B1",
+    "lower@B1+tag@B1",
+    "tag@B2",
+    "lower@B2",
+    "tag@S2",
+    "lower@S2",
+    "dep@S1R",
+    "tag@S1L",
+    "dep@S0L2",
+    "dep@S0R2",
+    "dep@B0L2",
+    "tag@S0L2",
+    "tag@S0R2",
+    "tag@B0L2",
+    "tag@S0+tag@S0L+tag@S0L2",
+    "tag@S0+tag@S0R+tag@S0R2",
+    "tag@B0+tag@B0L+tag@B0L2",
+    "tag@S0+lset@S0",
+    "tag@S0+rset@S0",
+    "tag@B0+lset@B0",
+    "lower@S0+lset@S0",
+    "lower@S0+rset@S0",
+    "lower@B0+lset@B0",
+    "tag@S0+tag@S0LL+tag@S0RR",
+)
+
+
+@registry.misc("spacy_sparse.parser_templates.v1")
+def parser_templates_v1() -> List[str]:
+    """The default parsing template set, in its cheap default order."""
+    return list(PARSER_TEMPLATES)

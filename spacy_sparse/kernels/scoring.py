@@ -215,3 +215,78 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
     for k in range(n_touched):
         grad[touched[k]] = 0.0
     return pred
+
+
+LOOKAHEAD = 8
+
+
+@njit(cache=True, nogil=True)
+def add_csr_row(scores, ptr, lab, val, row, valid, with_lead):
+    """Add one feature's row stored as its nonzero (label, value) pairs;
+    with_lead: also return how far the best valid label leads the second
+    (a full pass over the labels, as add_row_lead)."""
+    for k in range(ptr[row], ptr[row + 1]):
+        scores[lab[k]] += val[k]
+    if not with_lead:
+        return np.float32(0.0)
+    first = NEG_INF
+    second = NEG_INF
+    for y in range(scores.shape[0]):
+        m = scores[y] if valid[y] else NEG_INF
+        second = max(second, min(first, m))
+        first = max(first, m)
+    if second == NEG_INF:
+        return np.float32(3.0e38)
+    return first - second
+
+
+@njit(cache=True, nogil=True)
+def score_keys(keys, tab, tab_off, W, ptr, lab, val, valid, margin, scores, ahead):
+    """Score a decision whose template keys are known: add template rows in
+    order, and (margin >= 0) stop once the best valid label leads by the
+    margin. Returns how many templates were scored.
+
+    Weights are dense rows `W` or, when `ptr` is not empty, rows of
+    nonzero (label, value) pairs (`ptr`, `lab`, `val`): a parser's rows hold
+    a few nonzeros among ~100 actions, so that layout is smaller and adds
+    fewer numbers. Rows are looked up a block of LOOKAHEAD templates ahead:
+    the probes are independent, so their memory latencies overlap; the
+    margin test still runs after every single template.
+    """
+    n_tpl = keys.shape[0]
+    csr = ptr.shape[0] > 0
+    scores[:] = 0.0
+    if margin < 0.0:
+        for block in range(0, n_tpl, LOOKAHEAD):
+            stop = min(block + LOOKAHEAD, n_tpl)
+            for t in range(block, stop):
+                ahead[t - block] = find_row(tab, tab_off, t, keys[t])
+            for t in range(block, stop):
+                row = ahead[t - block]
+                if row < 0:
+                    continue
+                if csr:
+                    add_csr_row(scores, ptr, lab, val, row, valid, False)
+                else:
+                    add_row(scores, W, row)
+        return n_tpl
+    # all scores start equal: no label leads until a row is added
+    lead = np.float32(0.0) if not leads_by(scores, valid, margin) else np.float32(3.0e38)
+    if lead >= margin:
+        return 0
+    n = 0
+    for block in range(0, n_tpl, LOOKAHEAD):
+        stop = min(block + LOOKAHEAD, n_tpl)
+        for t in range(block, stop):
+            ahead[t - block] = find_row(tab, tab_off, t, keys[t])
+        for t in range(block, stop):
+            row = ahead[t - block]
+            if row >= 0:
+                if csr:
+                    lead = add_csr_row(scores, ptr, lab, val, row, valid, True)
+                else:
+                    lead = add_row_lead(scores, W, row, valid)
+            n += 1
+            if lead >= margin:
+                return n
+    return n

@@ -23,7 +23,7 @@ from thinc.api import Model
 
 from ..lexicon import Lexicon
 from ..model import SparseLinearModel
-from ..templates import apply_order, parse_templates
+from ..templates import apply_order, check_kind, parse_templates
 
 from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED
 
@@ -121,6 +121,9 @@ class DocBatch:
 class SparsePipe(TrainablePipe):
     """Base of the sparse components (not registered itself)."""
 
+    # what the task's kernel reads: offsets ("sequence") or parser slots ("state")
+    template_kind = "sequence"
+
     def __init__(
         self,
         vocab: Vocab,
@@ -136,7 +139,7 @@ class SparsePipe(TrainablePipe):
         n_threads: int = 1,
         **extra_cfg: Any,
     ):
-        parse_templates(templates)
+        check_kind(parse_templates(templates), self.template_kind, f"{type(self).__name__}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
         if learner not in LEARNERS:

@@ -1,0 +1,400 @@
+"""Greedy arc-hybrid dependency parsing of whole batches of docs.
+
+Why arc-hybrid (Kuhlmann et al. 2011): its three moves give every token
+exactly one head, its dynamic oracle is exact and cheap (Goldberg & Nivre
+2013: the cost of a move is a count of gold arcs it makes unreachable), and
+with the root as the last buffer item the parser can leave several trees in
+a segment, so it splits raw text into sentences by itself. Non-projective
+trees are handled outside the kernel by pseudo-projective lifting.
+
+The state of a segment [start, end) is a stack, the buffer front `b0`
+(the buffer is b0..end-1, then the root, written `end`) and the arcs so far.
+Actions: SHIFT pushes b0; LEFT-l makes b0 the head of S0 and pops it;
+RIGHT-l makes S1 the head of S0 and pops it; ROOT-l makes S0 a sentence root
+(b0 must be the root). A segment whose sentence boundaries were given
+(`single`) must end as one tree: ROOT only when S0 is the last stack item.
+
+Everything a template reads is resolved per state into `slot_tok` (the
+token at each slot of templates.SLOTS), so atoms cost one array read.
+"""
+import numpy as np
+from numba import njit
+
+from .hashing import PAD_LEFT, PAD_RIGHT, mix
+from .scoring import NEG_INF, best_valid, find_row, prefix_train_step, score_keys
+
+SHIFT = 0
+LEFT = 1
+RIGHT = 2
+ROOT = 3
+
+NONE = -1      # a slot with no token (empty stack, no such dependent)
+AT_ROOT = -2   # the buffer slot holding the root
+N_SLOTS = 20   # len(templates.SLOTS)
+
+
+@njit(cache=True, nogil=True)
+def new_state(n):
+    """Arrays of a parse over n tokens: stack, heads (absolute, AT_ROOT for
+    a root), labels, the two outermost dependents on each side, valency and
+    label-set bits."""
+    stack = np.zeros(n + 1, dtype=np.int64)
+    head = np.full(n, NONE, dtype=np.int64)
+    lab = np.full(n, -1, dtype=np.int64)
+    kids = np.full((n, 4), NONE, dtype=np.int64)  # L1, L2, R1, R2
+    val = np.zeros((n, 2), dtype=np.int64)        # left, right valency
+    sets = np.zeros((n, 2), dtype=np.uint64)      # left, right label bits
+    return stack, head, lab, kids, val, sets
+
+
+@njit(cache=True, nogil=True)
+def attach(h, c, label, head, lab, kids, val, sets):
+    """Record the arc h -> c with a label."""
+    head[c] = h
+    lab[c] = label
+    bit = np.uint64(1) << np.uint64(label & 63)
+    if c < h:
+        val[h, 0] += 1
+        sets[h, 0] |= bit
+        if kids[h, 0] == NONE or c < kids[h, 0]:
+            kids[h, 1] = kids[h, 0]
+            kids[h, 0] = c
+        elif kids[h, 1] == NONE or c < kids[h, 1]:
+            kids[h, 1] = c
+    else:
+        val[h, 1] += 1
+        sets[h, 1] |= bit
+        if kids[h, 2] == NONE or c > kids[h, 2]:
+            kids[h, 3] = kids[h, 2]
+            kids[h, 2] = c
+        elif kids[h, 3] == NONE or c > kids[h, 3]:
+            kids[h, 3] = c
+
+
+@njit(cache=True, nogil=True)
+def kid(kids, tok, which):
+    return kids[tok, which] if tok >= 0 else NONE
+
+
+@njit(cache=True, nogil=True)
+def resolve_slots(slot_tok, stack, depth, b0, end, kids):
+    """The token at each slot (templates.SLOTS order), NONE or AT_ROOT."""
+    s0 = stack[depth - 1] if depth >= 1 else NONE
+    s1 = stack[depth - 2] if depth >= 2 else NONE
+    s2 = stack[depth - 3] if depth >= 3 else NONE
+    slot_tok[0] = s0
+    slot_tok[1] = s1
+    slot_tok[2] = s2
+    for k in range(4):
+        p = b0 + k
+        slot_tok[3 + k] = p if p < end else (AT_ROOT if p == end else NONE)
+    bt = b0 if b0 < end else NONE
+    slot_tok[7] = kid(kids, s0, 0)
+    slot_tok[8] = kid(kids, s0, 1)
+    slot_tok[9] = kid(kids, s0, 2)
+    slot_tok[10] = kid(kids, s0, 3)
+    slot_tok[11] = kid(kids, s1, 0)
+    slot_tok[12] = kid(kids, s1, 1)
+    slot_tok[13] = kid(kids, s1, 2)
+    slot_tok[14] = kid(kids, s1, 3)
+    slot_tok[15] = kid(kids, bt, 0)
+    slot_tok[16] = kid(kids, bt, 1)
+    slot_tok[17] = kid(kids, slot_tok[7], 0)
+    slot_tok[18] = kid(kids, slot_tok[9], 2)
+    slot_tok[19] = kid(kids, slot_tok[15], 0)
+
+
+@njit(cache=True, nogil=True)
+def distance_bucket(d):
+    d = abs(d)
+    if d < 5:
+        return d
+    return 5 if d < 10 else 6
+
+
+@njit(cache=True, nogil=True)
+def state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+               lab, val, sets):
+    """Feature key of every template in the current state."""
+    for t in range(seeds.shape[0]):
+        h = seeds[t]
+        for a in range(atom_off[t], atom_off[t + 1]):
+            code = atom_pos[a]
+            tok = slot_tok[code]
+            src = atom_src[a]
+            if tok == NONE:
+                v = PAD_LEFT + np.uint64(code)
+            elif tok == AT_ROOT:
+                v = PAD_RIGHT + np.uint64(code)
+            elif src >= 0:
+                v = lex[lex_rows[tok], src]
+            elif src == -1:
+                v = tags[tok]
+            elif src == -3:
+                v = poss[tok]
+            elif src == -4:
+                v = np.uint64(lab[tok] + 1)
+            elif src == -5:
+                v = np.uint64(val[tok, 0])
+            elif src == -6:
+                v = np.uint64(val[tok, 1])
+            elif src == -7:
+                v = sets[tok, 0]
+            elif src == -8:
+                v = sets[tok, 1]
+            else:
+                v = np.uint64(distance_bucket(b0 - tok))
+            h = mix(h, v)
+        keys[t] = h if h != 0 else np.uint64(1)
+
+
+@njit(cache=True, nogil=True)
+def fill_valid(valid, kind, depth, b0, end, single):
+    ok_shift = b0 < end
+    ok_left = depth >= 1 and b0 < end
+    ok_right = depth >= 2
+    ok_root = depth >= 1 and b0 == end and (not single or depth == 1)
+    for a in range(kind.shape[0]):
+        k = kind[a]
+        if k == SHIFT:
+            valid[a] = ok_shift
+        elif k == LEFT:
+            valid[a] = ok_left
+        elif k == RIGHT:
+            valid[a] = ok_right
+        else:
+            valid[a] = ok_root
+
+
+@njit(cache=True, nogil=True)
+def apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets):
+    """Do action a; returns the new (depth, b0)."""
+    k = kind[a]
+    if k == SHIFT:
+        stack[depth] = b0
+        return depth + 1, b0 + 1
+    s0 = stack[depth - 1]
+    if k == LEFT:
+        attach(b0, s0, alab[a], head, lab, kids, val, sets)
+    elif k == RIGHT:
+        attach(stack[depth - 2], s0, alab[a], head, lab, kids, val, sets)
+    else:
+        head[s0] = AT_ROOT
+        lab[s0] = alab[a]
+    return depth - 1, b0
+
+
+@njit(cache=True, nogil=True)
+def apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets):
+    """apply_action, keeping the stack membership the oracle reads."""
+    if kind[a] == SHIFT:
+        in_stack[b0] = 1
+    else:
+        in_stack[stack[depth - 1]] = 0
+    return apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
+
+
+@njit(cache=True, nogil=True)
+def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab, gch_ptr, gch_idx, in_stack):
+    """Gold arcs each valid action makes unreachable (Goldberg & Nivre 2013,
+    arc-hybrid), plus one for a wrong label on a gold arc; returns the least
+    cost. gold_head: absolute head, AT_ROOT, or NONE when unknown (no cost)."""
+    s0 = stack[depth - 1] if depth >= 1 else NONE
+    s1 = stack[depth - 2] if depth >= 2 else NONE
+    shift_c = 0
+    if b0 < end:
+        h = gold_head[b0]
+        if h >= 0 and h < b0 and h != s0 and in_stack[h]:
+            shift_c += 1
+        for j in range(gch_ptr[b0], gch_ptr[b0 + 1]):
+            c = gch_idx[j]
+            if c < b0 and in_stack[c]:
+                shift_c += 1
+    left_c = 0
+    right_c = 0
+    root_c = 0
+    h0 = NONE
+    if s0 >= 0:
+        deps_ahead = 0
+        for j in range(gch_ptr[s0], gch_ptr[s0 + 1]):
+            if gch_idx[j] >= b0:
+                deps_ahead += 1
+        h0 = gold_head[s0]
+        left_c = deps_ahead
+        right_c = deps_ahead
+        if h0 == AT_ROOT or (h0 >= 0 and h0 != b0 and (h0 == s1 or h0 > b0)):
+            left_c += 1
+        if h0 == AT_ROOT or (h0 >= 0 and h0 >= b0):
+            right_c += 1
+        if h0 >= 0 and h0 == s1:
+            root_c += 1
+    g = gold_lab[s0] if s0 >= 0 else -1
+    best = 1 << 30
+    for a in range(kind.shape[0]):
+        if not valid[a]:
+            continue
+        k = kind[a]
+        if k == SHIFT:
+            c = shift_c
+        elif k == LEFT:
+            c = left_c + (1 if h0 == b0 and g >= 0 and alab[a] != g else 0)
+        elif k == RIGHT:
+            c = right_c + (1 if h0 == s1 and h0 >= 0 and g >= 0 and alab[a] != g else 0)
+        else:
+            c = root_c + (1 if h0 == AT_ROOT and g >= 0 and alab[a] != g else 0)
+        cost[a] = c
+        best = min(best, c)
+    return best
+
+
+@njit(cache=True, nogil=True)
+def write_output(start, end, head, lab, heads_out, labels_out):
+    """Heads as absolute indices (a root heads itself) and label indices."""
+    for i in range(start, end):
+        heads_out[i] = i if head[i] == AT_ROOT else head[i]
+        labels_out[i] = lab[i]
+
+
+@njit(cache=True, nogil=True)
+def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_off, atom_src, atom_pos,
+                  tab_off, tab, W, ptr, wlab, wval, kind, alab, margin, heads_out, labels_out, used):
+    """Parse every segment greedily; stop adding templates once the best
+    valid action leads by `margin` (< 0: all templates). Weights: dense W,
+    or nonzero rows (ptr, wlab, wval) when ptr is not empty (score_keys).
+    used[i] counts the
+    templates scored for the two actions that involve token i as S0
+    (popping it) and as B0 (shifting it)."""
+    n = lex_rows.shape[0]
+    stack, head, lab, kids, val, sets = new_state(n)
+    slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
+    keys = np.zeros(seeds.shape[0], dtype=np.uint64)
+    scores = np.zeros(kind.shape[0], dtype=np.float32)
+    valid = np.zeros(kind.shape[0], dtype=np.uint8)
+    ahead = np.zeros(8, dtype=np.int64)
+    for d in range(seg_off.shape[0] - 1):
+        start = seg_off[d]
+        end = seg_off[d + 1]
+        single = seg_single[d] != 0
+        depth = 0
+        b0 = start
+        while b0 < end or depth > 0:
+            resolve_slots(slot_tok, stack, depth, b0, end, kids)
+            state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+                       lab, val, sets)
+            fill_valid(valid, kind, depth, b0, end, single)
+            k = score_keys(keys, tab, tab_off, W, ptr, wlab, wval, valid, margin, scores, ahead)
+            a = best_valid(scores, valid)
+            used[b0 if kind[a] == SHIFT else stack[depth - 1]] += k
+            depth, b0 = apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
+        write_output(start, end, head, lab, heads_out, labels_out)
+
+
+@njit(cache=True, nogil=True)
+def next_random(state):
+    """xorshift64*: the kernel's own generator, so exploration is the same
+    for a fixed seed whatever else used numba's random state."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return ((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, nogil=True)
+def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
+                seeds, atom_off, atom_src, atom_pos, tab_off, tab, tab_count, row_tpl, n_rows,
+                W, U, G, adagrad, lr, step, kind, alab, margin, objective, explore, seed):
+    """One online pass over a batch with the dynamic oracle. At each state
+    the oracle's action is the best-scoring one among the least-cost valid
+    actions; the learner updates towards it when the model's choice costs
+    more. The parse then follows the model's choice when it is optimal, and
+    with probability `explore` when it is not (error exploration, Goldberg
+    & Nivre 2012); otherwise the oracle's. Returns the number of costly
+    choices."""
+    n = lex_rows.shape[0]
+    n_tpl = seeds.shape[0]
+    n_act = kind.shape[0]
+    stack, head, lab, kids, val, sets = new_state(n)
+    in_stack = np.zeros(n, dtype=np.uint8)
+    slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
+    keys = np.zeros(n_tpl, dtype=np.uint64)
+    rows = np.zeros(n_tpl, dtype=np.int64)
+    viol_t = np.zeros(n_tpl, dtype=np.int64)
+    viol_y = np.zeros(n_tpl, dtype=np.int64)
+    scores = np.zeros(n_act, dtype=np.float32)
+    grad = np.zeros(n_act, dtype=np.float32)
+    touched = np.zeros(n_act + 1, dtype=np.int64)
+    valid = np.zeros(n_act, dtype=np.uint8)
+    cost = np.zeros(n_act, dtype=np.int64)
+    rng = np.array([np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)], dtype=np.uint64)
+    errors = 0
+    for d in range(seg_off.shape[0] - 1):
+        start = seg_off[d]
+        end = seg_off[d + 1]
+        single = seg_single[d] != 0
+        depth = 0
+        b0 = start
+        while b0 < end or depth > 0:
+            resolve_slots(slot_tok, stack, depth, b0, end, kids)
+            state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+                       lab, val, sets)
+            fill_valid(valid, kind, depth, b0, end, single)
+            least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
+                                 gch_ptr, gch_idx, in_stack)
+            # the oracle's action: the best-scoring optimal one
+            scores[:] = 0.0
+            for t in range(n_tpl):
+                r = find_row(tab, tab_off, t, keys[t])
+                if r >= 0:
+                    for y in range(n_act):
+                        scores[y] += W[r, y]
+            g = -1
+            best = NEG_INF
+            for y in range(n_act):
+                if valid[y] and cost[y] == least and (g < 0 or scores[y] > best):
+                    g = y
+                    best = scores[y]
+            # other optimal actions are neither the target nor a violation
+            for y in range(n_act):
+                if y != g and cost[y] == least:
+                    valid[y] = 0
+            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
+                                  W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
+                                  n_rows, step[0], viol_t, viol_y, grad, touched)
+            step[0] += 1.0
+            a = p
+            if cost[p] > least:
+                errors += 1
+                if not (explore > 0.0 and next_random(rng) < explore):
+                    a = g
+            depth, b0 = apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets)
+    return errors
+
+
+@njit(cache=True, nogil=True)
+def oracle_parse(seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx, kind, alab, heads_out, labels_out):
+    """Parse by the oracle alone (the first least-cost action: a static
+    oracle). On a projective gold tree it must rebuild the tree exactly."""
+    n = gold_head.shape[0]
+    stack, head, lab, kids, val, sets = new_state(n)
+    in_stack = np.zeros(n, dtype=np.uint8)
+    valid = np.zeros(kind.shape[0], dtype=np.uint8)
+    cost = np.zeros(kind.shape[0], dtype=np.int64)
+    total = 0
+    for d in range(seg_off.shape[0] - 1):
+        start = seg_off[d]
+        end = seg_off[d + 1]
+        depth = 0
+        b0 = start
+        while b0 < end or depth > 0:
+            fill_valid(valid, kind, depth, b0, end, seg_single[d] != 0)
+            least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
+                                 gch_ptr, gch_idx, in_stack)
+            total += least
+            a = 0
+            while not (valid[a] and cost[a] == least):
+                a += 1
+            depth, b0 = apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets)
+        write_output(start, end, head, lab, heads_out, labels_out)
+    return total

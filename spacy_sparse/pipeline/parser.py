@@ -1,0 +1,296 @@
+"""`sparse_parser`: a greedy arc-hybrid dependency parser over feature
+templates, with dynamic feature selection and a dynamic oracle.
+
+The weight model scores actions: "SHIFT", "LEFT-dep", "RIGHT-dep" and
+"ROOT-dep" (kernels/parser.py). Non-projective gold trees are lifted with
+spaCy's pseudo-projective transform (`Example.get_aligned_parse(
+projectivize=True)`, labels "dep||head-dep") and parses are lowered again
+with spaCy's `deprojectivize`. A doc whose sentence starts are all known
+(gold sentences, a senter) is parsed sentence by sentence, one tree each;
+any other doc is parsed whole, and its trees become its sentences.
+"""
+from collections import Counter
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.attrs import DEP, HEAD, POS, SENT_START, TAG
+from spacy.language import Language
+from spacy.pipeline._parser_internals import nonproj
+from spacy.tokens import Doc
+from spacy.training import Example, validate_get_examples
+from spacy.vocab import Vocab
+
+from ..kernels.parser import AT_ROOT, LEFT, NONE, RIGHT, ROOT, SHIFT, predict_parse, train_parse
+from ..model import SparseLinearModel
+from .base import COMMON_DEFAULTS, DocBatch, SparsePipe, ambiguity_classes
+
+DEFAULT_PARSER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.parser_templates.v1"},
+    **COMMON_DEFAULTS,
+    "explore": 0.9,
+    "explore_after": 100_000,
+    "min_lifted": 10,
+    "whole_docs": 0.5,
+    "scorer": {"@scorers": "spacy.parser_scorer.v1"},
+}
+
+KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
+
+
+@Language.factory(
+    "sparse_parser",
+    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
+    default_config=DEFAULT_PARSER_CONFIG,
+    default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None, "sents_p": None,
+                           "sents_r": None, "sents_f": 0.0},
+)
+def make_sparse_parser(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    n_threads: int,
+    explore: float,
+    explore_after: int,
+    min_lifted: int,
+    whole_docs: float,
+    scorer: Optional[Callable],
+) -> "SparseParser":
+    """Create a sparse dependency parser.
+
+    templates (List[str]): parser templates (slots such as S0, B0, S0L) in
+        the order they are scored.
+    margin, train_margin, mode, learner, learn_rate, n_threads: as for
+        sparse_tagger.
+    explore (float): probability of following the model's own wrong action
+        in training (error exploration with the dynamic oracle); 0 trains on
+        oracle paths only.
+    explore_after (int): training words seen before exploring starts.
+    min_lifted (int): a lifted label ("dep||head-dep") seen fewer times in
+        the training data is learned as its plain label.
+    whole_docs (float): share of training docs with gold sentences that are
+        parsed whole anyway, so the parser learns both to parse given
+        sentences and to find sentence boundaries in raw text.
+    scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
+    """
+    return SparseParser(
+        nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
+        learner=learner, learn_rate=learn_rate, n_threads=n_threads, explore=explore,
+        explore_after=explore_after, min_lifted=min_lifted, whole_docs=whole_docs, scorer=scorer,
+    )
+
+
+def action_names(deps: Sequence[str], root_deps: Sequence[str]) -> List[str]:
+    """The action set of a label set: one shift, a left and a right arc per
+    label, a root arc per label seen on roots."""
+    names = ["SHIFT"]
+    names += [f"LEFT-{d}" for d in deps]
+    names += [f"RIGHT-{d}" for d in deps]
+    names += [f"ROOT-{d}" for d in root_deps]
+    return names
+
+
+def parse_action(name: str) -> Tuple[int, str]:
+    prefix, _, dep = name.partition("-")
+    if prefix not in KIND_PREFIX or (prefix == "SHIFT") != (dep == ""):
+        raise ValueError(f"Not a parser action: {name!r}")
+    return KIND_PREFIX[prefix], dep
+
+
+def _check_fraction(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _check_count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+class SparseParser(SparsePipe):
+    """Assigns heads, dependency labels and sentence boundaries."""
+
+    template_kind = "state"
+
+    def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
+                 explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5, **kwargs: Any):
+        super().__init__(vocab, name, explore=_check_fraction(explore, "explore"),
+                         explore_after=_check_count(explore_after, "explore_after"),
+                         min_lifted=_check_count(min_lifted, "min_lifted"),
+                         whole_docs=_check_fraction(whole_docs, "whole_docs"), **kwargs)
+        self._deps: List[str] = []
+        self._words_seen = 0
+        self._n_batches = 0
+
+    # ---- labels ------------------------------------------------------------------
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """Dependency labels (lifted ones included), not the actions."""
+        if self.sparse is not None:
+            return tuple(self._deps)
+        return tuple(self.cfg["labels"])
+
+    def _labels_changed(self) -> None:
+        kinds, deps = zip(*(parse_action(a) for a in self.sparse.labels))
+        self._deps = sorted({d for d in deps if d})
+        index = {d: i for i, d in enumerate(self._deps)}
+        self._kind = np.array(kinds, dtype=np.int64)
+        self._alab = np.array([index[d] if d else -1 for d in deps], dtype=np.int64)
+        self._root_deps = {d for k, d in zip(kinds, deps) if k == ROOT}
+        self._dep_values = np.array([self.vocab.strings.add(d) for d in self._deps] or [0], dtype=np.uint64)
+        self._lifted = np.array([nonproj.DELIMITER in d for d in self._deps] or [False], dtype=bool)
+        self.cfg["labels"] = list(self._deps)
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
+                   labels: Optional[Sequence[str]] = None, order: Optional[Any] = None) -> None:
+        """Collect the labels of the (projectivized) training trees, or take
+        `labels` (from `spacy init labels`); the labels seen on roots become
+        root actions."""
+        validate_get_examples(get_examples, "SparseParser.initialize")
+        counts: Counter = Counter()
+        root_counts: Counter = Counter()
+        words = []
+        for eg in get_examples():
+            words.extend((t.text, t.tag_) for t in eg.reference)
+            heads, deps = eg.get_aligned_parse(projectivize=True)
+            for i, (h, d) in enumerate(zip(heads, deps)):
+                if h is not None and d:
+                    (root_counts if h == i else counts)[d] += 1
+        if labels is None:
+            labels = [d for d, c in counts.items() if nonproj.DELIMITER not in d or c >= self.cfg["min_lifted"]]
+        labels = sorted(set(labels))
+        roots = sorted(d for d in root_counts if d in labels or nonproj.DELIMITER not in d)
+        if not labels or not roots:
+            raise ValueError(f"No dependency trees for {self.name!r} to learn from in the training data")
+        # `amb` atoms read a word's ambiguity class: the tags it took in training
+        self._build_model(action_names(labels, roots), order, ambiguity_classes(words))
+
+    # ---- batches -----------------------------------------------------------------
+    def _state_inputs(self, docs: List[Doc], whole: Optional[np.ndarray] = None):
+        """Tags, POS and per-segment `single` flags of a batch; docs marked
+        in `whole` are parsed whole even if their sentences are known."""
+        batch = DocBatch(docs, self.lexicon)
+        if whole is not None and whole.any():
+            seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
+            inner = ~batch.seg_new_doc.astype(bool) & whole[seg_doc]
+            batch.seg_off = np.concatenate([batch.seg_off[:-1][~inner], batch.seg_off[-1:]])
+            batch.seg_new_doc = batch.seg_new_doc[~inner]
+        if batch.n_tokens:
+            tags = np.concatenate([d.to_array([TAG, POS]) for d in docs if len(d)]).astype(np.uint64)
+        else:
+            tags = np.zeros((0, 2), dtype=np.uint64)
+        known = np.array([_sentences_known(d) for d in docs] or [False], dtype=np.uint8)
+        if whole is not None:
+            known[: len(docs)] &= ~whole
+        seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
+        single = known[seg_doc].astype(np.uint8) if len(seg_doc) else np.zeros(0, dtype=np.uint8)
+        return batch, np.ascontiguousarray(tags[:, 0]), np.ascontiguousarray(tags[:, 1]), single
+
+    # ---- inference -----------------------------------------------------------------
+    def predict(self, docs: Iterable[Doc]):
+        docs = list(docs)
+        model = self._require_model()
+        batch, tags, poss, single = self._state_inputs(docs)
+        heads = np.zeros(batch.n_tokens, dtype=np.int64)
+        labels = np.zeros(batch.n_tokens, dtype=np.int64)
+        used = np.zeros(batch.n_tokens, dtype=np.int64)
+        margin = -1.0 if self.margin is None else self.margin
+        ptr, wlab, wval = model.compact()
+        W = np.zeros((1, 1), dtype=np.float32)  # rows are read in their nonzero layout
+
+        def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
+            first = int(np.searchsorted(batch.seg_off, seg_off[0]))
+            predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
+                          model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, model.tab,
+                          W, ptr, wlab, wval, self._kind, self._alab, margin, heads, labels, used)
+
+        self._over_segments(batch, parse)
+        self._record_usage(used)
+        return heads, labels, batch.doc_off
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        heads, labels, doc_off = predictions
+        values = self._dep_values[labels]
+        for i, doc in enumerate(docs):
+            start, end = int(doc_off[i]), int(doc_off[i + 1])
+            if end == start:
+                continue
+            arr = np.empty((end - start, 2), dtype=np.uint64)
+            arr[:, 0] = (heads[start:end] - np.arange(start, end)).astype(np.uint64)
+            arr[:, 1] = values[start:end]
+            doc.from_array([HEAD, DEP], arr)
+            if self._lifted[labels[start:end]].any():
+                nonproj.deprojectivize(doc)
+
+    # ---- training --------------------------------------------------------------------
+    def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
+        docs = [eg.predicted for eg in examples]
+        self._n_batches += 1
+        rng = np.random.RandomState(self._n_batches)
+        whole = rng.random_sample(len(docs)) < self.cfg["whole_docs"]
+        batch, tags, poss, single = self._state_inputs(docs, whole)
+        gold_head, gold_lab = self._gold(examples, batch)
+        ptr, idx = gold_children(gold_head)
+        model.reserve(2 * batch.n_tokens, adagrad=self.adagrad)
+        explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
+        self._words_seen += batch.n_tokens
+        return train_parse(
+            batch.lex_rows, batch.lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
+            model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, model.tab,
+            model.tab_count, model.row_tpl, model.n_rows, model.W, model.U, model.G, self.adagrad,
+            self.cfg["learn_rate"], model.steps, self._kind, self._alab, self.cfg["train_margin"],
+            self.objective, explore, self._n_batches,
+        )
+
+    def _gold(self, examples: List[Example], batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
+        """Gold head (absolute, AT_ROOT, or NONE when unknown or outside the
+        token's segment) and gold label index (-1: unknown) per token."""
+        index = {d: i for i, d in enumerate(self._deps)}
+        head = np.full(batch.n_tokens, NONE, dtype=np.int64)
+        lab = np.full(batch.n_tokens, -1, dtype=np.int64)
+        for k, eg in enumerate(examples):
+            off = int(batch.doc_off[k])
+            heads, deps = eg.get_aligned_parse(projectivize=True)
+            for i, (h, d) in enumerate(zip(heads, deps)):
+                if h is None:
+                    continue
+                head[off + i] = AT_ROOT if h == i else off + h
+                if d and d not in index and nonproj.DELIMITER in d:
+                    d = nonproj.decompose(d)[0]
+                if h == i and d not in self._root_deps:
+                    continue
+                lab[off + i] = index.get(d, -1)
+        # arcs that cross a segment edge cannot be built: unknown
+        seg = np.searchsorted(batch.seg_off, np.arange(batch.n_tokens), side="right") - 1
+        has = head >= 0
+        crossing = np.zeros(batch.n_tokens, dtype=bool)
+        crossing[has] = seg[head[has]] != seg[has]
+        head[crossing] = NONE
+        lab[crossing] = -1
+        return head, lab
+
+
+def gold_children(gold_head: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Children of each token by gold heads, as CSR (ptr, idx)."""
+    n = gold_head.shape[0]
+    child = np.flatnonzero(gold_head >= 0)
+    parent = gold_head[child]
+    order = np.argsort(parent, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=n), out=ptr[1:])
+    return ptr, child[order].astype(np.int64)
+
+
+def _sentences_known(doc: Doc) -> bool:
+    """Whether every token's sentence start is set (then each sentence is
+    parsed as one tree)."""
+    if len(doc) == 0 or not doc.has_annotation("SENT_START"):
+        return False
+    starts = doc.to_array(SENT_START)
+    return bool(np.all(starts[1:] != 0))

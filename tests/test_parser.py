@@ -1,0 +1,230 @@
+"""sparse_parser on UD English-EWT: the oracle, well-formed trees for any
+weights, real LAS, save/load, edge docs and bad input."""
+import numpy as np
+import pytest
+import spacy
+from spacy.pipeline._parser_internals import nonproj
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_sparse.kernels.parser import AT_ROOT, oracle_parse
+from spacy_sparse.model import _compress
+from spacy_sparse.pipeline.parser import gold_children
+
+from spacy_sparse.readers import bare_copy
+
+
+def plain(nlp, ref, sents=True):
+    """The tokens of ref (and its sentence starts) in nlp's vocab."""
+    return bare_copy(ref, sents, nlp.vocab)
+
+
+def tagged(tagger_nlp, refs, sents=True):
+    """Bare copies of refs with the tags of a trained sparse_tagger."""
+    tagger = tagger_nlp.get_pipe("sparse_tagger")
+    return list(tagger.pipe([plain(tagger_nlp, r, sents) for r in refs]))
+
+
+@pytest.fixture(scope="module")
+def trained_parser(trained, ewt_refs):
+    """A sparse_parser trained for 3 epochs on 3,000 EWT sentences with
+    tags predicted by the session's sparse_tagger."""
+    tagger_nlp, _ = trained
+    nlp = spacy.blank("en", vocab=tagger_nlp.vocab)
+    parser = nlp.add_pipe("sparse_parser", config={"explore_after": 20000, "whole_docs": 0.5})
+    refs = ewt_refs["train"]
+    train = [Example(d, r) for d, r in zip(tagged(tagger_nlp, refs), refs)]
+    parser.initialize(lambda: train, nlp=nlp)
+    for _ in range(3):
+        for i in range(0, len(train), 20):
+            nlp.update(train[i:i + 20])
+    return nlp, parser
+
+
+def check_trees(docs):
+    """Every sentence one tree: each token's head in its sentence, one
+    root per sentence, no cycles."""
+    for doc in docs:
+        assert doc.has_annotation("DEP")
+        for sent in doc.sents:
+            roots = [t for t in sent if t.head.i == t.i]
+            assert len(roots) == 1
+            for t in sent:
+                assert sent.start <= t.head.i < sent.end
+                seen, node = 0, t
+                while node.head.i != node.i:
+                    node = node.head
+                    seen += 1
+                    assert seen <= len(sent), "cycle"
+
+
+def gold_arrays(parser, examples, sents=True):
+    batch, _, _, single = parser._state_inputs([eg.predicted for eg in examples])
+    head, lab = parser._gold(examples, batch)
+    return batch, single, head, lab
+
+
+@pytest.mark.parametrize("sents", [True, False])
+def test_static_oracle_rebuilds_every_projectivized_tree(trained_parser, ewt_refs, sents):
+    """With gold sentences (one tree each) and on whole docs (several
+    trees, the parser's own segmentation), following the oracle rebuilds
+    the lifted gold trees exactly, labels included."""
+    _, parser = trained_parser
+    examples = [Example(plain(parser, r, sents), r) for r in ewt_refs["dev"]]
+    batch, single, head, lab = gold_arrays(parser, examples)
+    assert bool(single.all()) == sents
+    ptr, idx = gold_children(head)
+    out_h = np.zeros(batch.n_tokens, dtype=np.int64)
+    out_l = np.zeros(batch.n_tokens, dtype=np.int64)
+    cost = oracle_parse(batch.seg_off, single, head, lab, ptr, idx, parser._kind, parser._alab, out_h, out_l)
+    assert cost == 0
+    want = np.where(head == AT_ROOT, np.arange(batch.n_tokens), head)
+    assert np.array_equal(out_h, want)
+    known = lab >= 0
+    assert known.mean() > 0.99
+    assert np.array_equal(out_l[known], lab[known])
+
+
+def test_lifted_trees_are_the_nonprojective_ones(ewt_refs):
+    refs = [r for r in ewt_refs["train"] if nonproj.is_nonproj_tree([t.head.i for t in r])]
+    assert refs, "the slice should hold non-projective trees"
+    heads, deps = Example(bare_copy(refs[0], True), refs[0]).get_aligned_parse(projectivize=True)
+    assert any(nonproj.DELIMITER in d for d in deps)
+    assert not nonproj.is_nonproj_tree(heads)
+
+
+def test_training_on_an_ewt_slice_reaches_real_las(trained_parser, trained, ewt_refs):
+    nlp, parser = trained_parser
+    refs = ewt_refs["dev"]
+    for sents, floor in ((True, 0.72), (False, 0.68)):
+        docs = list(parser.pipe(tagged(trained[0], refs, sents)))
+        scores = parser.score([Example(d, r) for d, r in zip(docs, refs)])
+        assert scores["dep_las"] > floor, (sents, scores["dep_las"])
+        assert scores["dep_uas"] > scores["dep_las"]
+        if not sents:  # the parser found sentence boundaries by itself
+            assert scores["sents_f"] > 0.35, scores["sents_f"]
+        check_trees(docs)
+    assert "root" in {d.lower() for d in parser.labels}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_trees_are_well_formed_whatever_the_weights(trained_parser, trained, ewt_refs, seed):
+    _, parser = trained_parser
+    model = parser.sparse
+    saved = model._compact
+    rng = np.random.RandomState(seed)
+    model._compact = _compress((rng.randn(int(model.n_rows[0]), model.n_labels) * 20).astype(np.float32))
+    try:
+        for margin in (None, 3.0):
+            parser.margin = margin
+            for sents in (True, False):
+                refs = ewt_refs["dev"][:12]
+                docs = list(parser.pipe(tagged(trained[0], refs, sents)))
+                check_trees(docs)
+                if sents:  # given sentence boundaries are kept
+                    for doc, ref in zip(docs, refs):
+                        assert [s.start for s in doc.sents] == [s.start for s in ref.sents]
+    finally:
+        model._compact = saved
+        parser.margin = None
+
+
+def test_margin_scores_fewer_templates(trained_parser, trained, ewt_refs):
+    _, parser = trained_parser
+    docs = tagged(trained[0], ewt_refs["dev"][:20])
+    used = {}
+    for margin in (None, 10.0):
+        parser.margin = margin
+        parser.reset_usage()
+        list(parser.pipe([d.copy() for d in docs]))
+        used[margin] = parser.templates_per_token
+    parser.margin = None
+    assert used[None] == 2 * len(parser.sparse.templates)  # two decisions per token
+    assert used[10.0] < 0.6 * used[None]
+
+
+def test_save_load_gives_identical_parses(trained_parser, trained, ewt_refs, tmp_path):
+    nlp, parser = trained_parser
+    docs = tagged(trained[0], ewt_refs["dev"][:15], sents=False)
+    first = [(t.head.i, t.dep_) for d in parser.pipe([d.copy() for d in docs]) for t in d]
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    other = loaded.get_pipe("sparse_parser")
+    assert other.labels == parser.labels
+    again = [(t.head.i, t.dep_) for d in other.pipe(moved(docs, loaded.vocab)) for t in d]
+    assert again == first
+    blank = spacy.blank("en")
+    from_bytes = blank.add_pipe("sparse_parser").from_bytes(parser.to_bytes())
+    assert [(t.head.i, t.dep_) for d in from_bytes.pipe(moved(docs, blank.vocab)) for t in d] == first
+
+
+def moved(docs, vocab):
+    """The docs' words and tags in another vocab."""
+    return [Doc(vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d], tags=[t.tag_ for t in d])
+            for d in docs]
+
+
+def test_edge_docs(trained_parser, trained):
+    nlp, parser = trained_parser
+    vocab = nlp.vocab
+    words = ("The committee met on Tuesday and approved the plan . " * 5000).split()
+    long_doc = Doc(vocab, words=words)
+    docs = [Doc(vocab, words=[]), Doc(vocab, words=["Hello"]), Doc(vocab, words=["  ", "\n", "ok", " "]),
+            Doc(vocab, words=["Yes", "."], sent_starts=[True, True]), long_doc]
+    docs = list(parser.pipe(docs))
+    assert len(docs[0]) == 0
+    assert docs[1][0].head.i == 0 and docs[1][0].dep_
+    check_trees(docs[1:])
+    assert len(list(docs[3].sents)) == 2
+    assert len(list(long_doc.sents)) > 100
+
+
+def test_lifted_labels_are_lowered_in_the_output(trained, ewt_refs):
+    """A parser that keeps every lifted label still writes only plain UD
+    labels (spaCy's deprojectivize)."""
+    nlp = spacy.blank("en", vocab=trained[0].vocab)
+    parser = nlp.add_pipe("sparse_parser", config={"min_lifted": 1})
+    refs = ewt_refs["train"][:100]
+    train = [Example(plain(nlp, r), r) for r in refs]
+    parser.initialize(lambda: train, nlp=nlp)
+    assert any(nonproj.DELIMITER in lab for lab in parser.labels)
+    for _ in range(2):
+        nlp.update(train)
+    docs = list(parser.pipe([plain(nlp, r) for r in refs]))
+    assert not any(nonproj.DELIMITER in t.dep_ for d in docs for t in d)
+
+
+def test_training_is_deterministic(ewt_refs):
+    def train_once():
+        nlp = spacy.blank("en")
+        parser = nlp.add_pipe("sparse_parser", config={"explore_after": 0})
+        train = [Example(plain(nlp, r), r) for r in ewt_refs["train"][:40]]
+        parser.initialize(lambda: train, nlp=nlp)
+        for _ in range(2):
+            for i in range(0, len(train), 10):
+                nlp.update(train[i:i + 10])
+        return parser.to_bytes()
+
+    assert train_once() == train_once()
+
+
+def test_bad_settings_and_templates_fail_clearly():
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="parser slots"):
+        nlp.add_pipe("sparse_parser", config={"templates": ["lower@0"]})
+    with pytest.raises(ValueError, match="offsets"):
+        nlp.add_pipe("sparse_tagger", config={"templates": ["lower@S0"]})
+    with pytest.raises(ValueError, match="explore"):
+        nlp.add_pipe("sparse_parser", name="p2", config={"explore": 1.5})
+    with pytest.raises(ValueError, match="no weights"):
+        nlp.add_pipe("sparse_parser", name="p3")(Doc(nlp.vocab, words=["a"]))
+
+
+def test_unknown_gold_labels_are_skipped(trained_parser, ewt_refs):
+    nlp, parser = trained_parser
+    ref = ewt_refs["dev"][0].copy()
+    ref[1].dep_ = "no-such-label"
+    losses = {}
+    before = parser.sparse.n_rows[0]
+    parser.update([Example(plain(nlp, ref), ref)], losses=losses)
+    assert losses["sparse_parser"] >= 0 and parser.sparse.n_rows[0] >= before
