@@ -48,7 +48,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
              f"best of {result['repeat']})")
     _print_rows(result)
     if args.json:
-        rows = [{k: r[k] for k in ("margin", "accuracy", "templates_per_token", "words_per_second", "speedup")}
+        rows = [{k: r[k] for k in ("margin", "metric", "accuracy", "templates_per_token", "words_per_second", "speedup")}
                 | ({"ratio_vs_compare": r["ratio_vs_compare"]} if "ratio_vs_compare" in r else {})
                 for r in result["rows"]]
         srsly.write_json(args.json, rows)

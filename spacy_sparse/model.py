@@ -55,6 +55,7 @@ class SparseLinearModel:
         # averaged weights: compressed (ptr, lab, val) and dense for prediction
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
+        self._packed: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self._lock = threading.Lock()
         # ambiguity classes: hash of a lowercase form -> hash of its class
         self.lex_classes: Dict[int, int] = {}
@@ -112,6 +113,7 @@ class SparseLinearModel:
         """Call after training touched W/U: drops the cached averages."""
         self._compact = None
         self._dense = None
+        self._packed = None
 
     def weights(self) -> np.ndarray:
         """Averaged weights as the dense matrix prediction reads (cached;
@@ -150,6 +152,28 @@ class SparseLinearModel:
                     compact = _compress(self.averaged())
                     self._compact = compact
         return compact
+
+    def packed(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The prediction layout for rows with few nonzeros (the parser's):
+        a copy of the hash tables whose values are spans start << 16 | count
+        into `lv`, the (label, value) pairs of all rows, so a feature costs
+        one probe and one read. Cached with the averages."""
+        packed = self._packed
+        if packed is None:
+            ptr, lab, val = self.compact()
+            with self._lock:
+                packed = self._packed
+                if packed is None:
+                    tab = self.tab.copy()
+                    values = tab[1::2]
+                    rows = values[tab[0::2] != 0].astype(np.int64)
+                    spans = (ptr[rows] << 16) | (ptr[rows + 1] - ptr[rows])
+                    values[tab[0::2] != 0] = spans.astype(np.uint64)
+                    lv = np.empty((lab.shape[0], 2), dtype=np.float32)
+                    lv[:, 0] = lab
+                    lv[:, 1] = val
+                    packed = self._packed = (tab, lv)
+        return packed
 
     def finalize_average(self) -> None:
         """Make the averaged weights the current weights (ends averaging)."""

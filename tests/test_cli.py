@@ -84,3 +84,39 @@ def test_bad_model_path_fails_cleanly(tmp_path):
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
+
+
+def test_jackknife_then_parser_config_then_bench(trained_dir, corpus, tmp_path):
+    """The parser workflow on a slice: jackknifed tags, spacy train with
+    configs/parser.cfg on top of the trained tagger, bench with LAS."""
+    jk = tmp_path / "train_jk.spacy"
+    run("spacy_sparse", "jackknife", "configs/tagger.cfg", str(corpus / "train.spacy"), str(corpus / "dev.spacy"),
+        str(jk), "--folds", "2", "--max-epochs", "1")
+    gold = list(DocBin().from_disk(corpus / "train.spacy").get_docs(spacy.blank("en").vocab))
+    tagged = list(DocBin().from_disk(jk).get_docs(spacy.blank("en").vocab))
+    pairs = [(g.tag_, t.tag_) for gd, td in zip(gold, tagged) for g, t in zip(gd, td)]
+    assert len(gold) == len(tagged) and all(t for _, t in pairs)
+    assert 0.5 < sum(g == t for g, t in pairs) / len(pairs) < 1.0  # predicted, not copied
+    assert [t.head.i for t in tagged[0]] == [t.head.i for t in gold[0]]  # trees kept
+    out = tmp_path / "parser"
+    run("spacy", "train", "configs/parser.cfg", "--output", str(out), "--paths.train", str(jk),
+        "--paths.dev", str(corpus / "dev.spacy"), "--paths.tagger", str(trained_dir),
+        "--training.max_epochs", "2", "--training.eval_frequency", "50")
+    nlp = spacy.load(out / "model-last")
+    assert nlp.pipe_names == ["sparse_tagger", "sparse_parser"]
+    doc = nlp("The committee approved the new budget on Tuesday .")
+    assert doc.has_annotation("DEP") and all(t.tag_ for t in doc)
+    bench = tmp_path / "bench.json"
+    run("spacy_sparse", "bench", str(out / "model-last"), str(corpus / "dev.spacy"), "--gold-sents",
+        "--margins", "none,20", "--repeat", "1", "--json", str(bench))
+    rows = json.loads(bench.read_text())
+    assert rows[0]["metric"] == "dep_las" and rows[0]["accuracy"] > 0.3
+
+
+def test_joint_tagger_parser_config_trains(corpus, tmp_path):
+    out = tmp_path / "joint"
+    run("spacy", "train", "configs/tagger_parser.cfg", "--output", str(out),
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--training.max_epochs", "2", "--training.eval_frequency", "50")
+    meta = json.loads((out / "model-last" / "meta.json").read_text())
+    assert meta["performance"]["dep_las"] > 0.2 and meta["performance"]["tag_acc"] > 0.7

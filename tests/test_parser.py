@@ -114,6 +114,7 @@ def test_trees_are_well_formed_whatever_the_weights(trained_parser, trained, ewt
     saved = model._compact
     rng = np.random.RandomState(seed)
     model._compact = _compress((rng.randn(int(model.n_rows[0]), model.n_labels) * 20).astype(np.float32))
+    model._packed = None
     try:
         for margin in (None, 3.0):
             parser.margin = margin
@@ -126,6 +127,7 @@ def test_trees_are_well_formed_whatever_the_weights(trained_parser, trained, ewt
                         assert [s.start for s in doc.sents] == [s.start for s in ref.sents]
     finally:
         model._compact = saved
+        model._packed = None
         parser.margin = None
 
 

@@ -257,10 +257,10 @@ def write_output(start, end, head, lab, heads_out, labels_out):
 
 @njit(cache=True, nogil=True)
 def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_off, atom_src, atom_pos,
-                  tab_off, tab, W, ptr, wlab, wval, kind, alab, margin, heads_out, labels_out, used):
+                  tab_off, tab, W, lv, packed, kind, alab, margin, heads_out, labels_out, used):
     """Parse every segment greedily; stop adding templates once the best
     valid action leads by `margin` (< 0: all templates). Weights: dense W,
-    or nonzero rows (ptr, wlab, wval) when ptr is not empty (score_keys).
+    or with `packed`, `tab` holds spans of nonzeros in `lv` (score_keys).
     used[i] counts the
     templates scored for the two actions that involve token i as S0
     (popping it) and as B0 (shifting it)."""
@@ -282,7 +282,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
             state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
                        lab, val, sets)
             fill_valid(valid, kind, depth, b0, end, single)
-            k = score_keys(keys, tab, tab_off, W, ptr, wlab, wval, valid, margin, scores, ahead)
+            k = score_keys(keys, tab, tab_off, W, lv, packed, valid, margin, scores, ahead)
             a = best_valid(scores, valid)
             used[b0 if kind[a] == SHIFT else stack[depth - 1]] += k
             depth, b0 = apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
@@ -304,14 +304,15 @@ def next_random(state):
 @njit(cache=True, nogil=True)
 def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
                 seeds, atom_off, atom_src, atom_pos, tab_off, tab, tab_count, row_tpl, n_rows,
-                W, U, G, adagrad, lr, step, kind, alab, margin, objective, explore, seed):
+                W, U, G, adagrad, lr, step, kind, alab, margin, objective, explore, stray, seed):
     """One online pass over a batch with the dynamic oracle. At each state
     the oracle's action is the best-scoring one among the least-cost valid
     actions; the learner updates towards it when the model's choice costs
     more. The parse then follows the model's choice when it is optimal, and
     with probability `explore` when it is not (error exploration, Goldberg
-    & Nivre 2012); otherwise the oracle's. Returns the number of costly
-    choices."""
+    & Nivre 2012); otherwise the oracle's. With probability `stray` it
+    follows a costly action although the model chose well. Returns the
+    number of costly choices."""
     n = lex_rows.shape[0]
     n_tpl = seeds.shape[0]
     n_act = kind.shape[0]
@@ -368,6 +369,14 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
                 errors += 1
                 if not (explore > 0.0 and next_random(rng) < explore):
                     a = g
+            elif stray > 0.0 and next_random(rng) < stray:
+                # a right model strays too now and then (to its best costly
+                # action), so training also visits states after mistakes
+                best = NEG_INF
+                for y in range(n_act):
+                    if valid[y] and cost[y] > least and (a == p or scores[y] > best):
+                        a = y
+                        best = scores[y]
             depth, b0 = apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets)
     return errors
 

@@ -220,13 +220,19 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
 LOOKAHEAD = 8
 
 
+SPAN_BITS = np.int64(16)
+SPAN_MASK = np.int64(0xFFFF)
+
+
 @njit(cache=True, nogil=True)
-def add_csr_row(scores, ptr, lab, val, row, valid, with_lead):
-    """Add one feature's row stored as its nonzero (label, value) pairs;
-    with_lead: also return how far the best valid label leads the second
-    (a full pass over the labels, as add_row_lead)."""
-    for k in range(ptr[row], ptr[row + 1]):
-        scores[lab[k]] += val[k]
+def add_span(scores, lv, span, valid, with_lead):
+    """Add one feature's nonzero weights, packed as span = start << 16 |
+    count into `lv` (rows of (label, value)); with_lead: also return how far
+    the best valid label leads the second (a full pass over the labels, as
+    add_row_lead)."""
+    start = span >> SPAN_BITS
+    for k in range(start, start + (span & SPAN_MASK)):
+        scores[np.int64(lv[k, 0])] += lv[k, 1]
     if not with_lead:
         return np.float32(0.0)
     first = NEG_INF
@@ -241,20 +247,20 @@ def add_csr_row(scores, ptr, lab, val, row, valid, with_lead):
 
 
 @njit(cache=True, nogil=True)
-def score_keys(keys, tab, tab_off, W, ptr, lab, val, valid, margin, scores, ahead):
+def score_keys(keys, tab, tab_off, W, lv, packed, valid, margin, scores, ahead):
     """Score a decision whose template keys are known: add template rows in
     order, and (margin >= 0) stop once the best valid label leads by the
     margin. Returns how many templates were scored.
 
-    Weights are dense rows `W` or, when `ptr` is not empty, rows of
-    nonzero (label, value) pairs (`ptr`, `lab`, `val`): a parser's rows hold
-    a few nonzeros among ~100 actions, so that layout is smaller and adds
-    fewer numbers. Rows are looked up a block of LOOKAHEAD templates ahead:
-    the probes are independent, so their memory latencies overlap; the
-    margin test still runs after every single template.
+    Weights are dense rows `W`, or with `packed`, a table whose values are
+    spans of nonzero (label, value) pairs in `lv` (SparseLinearModel.packed):
+    a parser's rows hold a few nonzeros among ~100 actions, so that layout
+    is smaller, adds fewer numbers and reads one place per feature. Rows are
+    looked up a block of LOOKAHEAD templates ahead: the probes are
+    independent, so their memory latencies overlap; the margin test still
+    runs after every single template.
     """
     n_tpl = keys.shape[0]
-    csr = ptr.shape[0] > 0
     scores[:] = 0.0
     if margin < 0.0:
         for block in range(0, n_tpl, LOOKAHEAD):
@@ -265,8 +271,8 @@ def score_keys(keys, tab, tab_off, W, ptr, lab, val, valid, margin, scores, ahea
                 row = ahead[t - block]
                 if row < 0:
                     continue
-                if csr:
-                    add_csr_row(scores, ptr, lab, val, row, valid, False)
+                if packed:
+                    add_span(scores, lv, row, valid, False)
                 else:
                     add_row(scores, W, row)
         return n_tpl
@@ -282,8 +288,8 @@ def score_keys(keys, tab, tab_off, W, ptr, lab, val, valid, margin, scores, ahea
         for t in range(block, stop):
             row = ahead[t - block]
             if row >= 0:
-                if csr:
-                    lead = add_csr_row(scores, ptr, lab, val, row, valid, True)
+                if packed:
+                    lead = add_span(scores, lv, row, valid, True)
                 else:
                     lead = add_row_lead(scores, W, row, valid)
             n += 1

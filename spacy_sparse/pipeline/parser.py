@@ -31,6 +31,7 @@ DEFAULT_PARSER_CONFIG = {
     "explore_after": 100_000,
     "min_lifted": 10,
     "whole_docs": 0.5,
+    "stray": 0.0,
     "scorer": {"@scorers": "spacy.parser_scorer.v1"},
 }
 
@@ -58,6 +59,7 @@ def make_sparse_parser(
     explore_after: int,
     min_lifted: int,
     whole_docs: float,
+    stray: float,
     scorer: Optional[Callable],
 ) -> "SparseParser":
     """Create a sparse dependency parser.
@@ -72,6 +74,9 @@ def make_sparse_parser(
     explore_after (int): training words seen before exploring starts.
     min_lifted (int): a lifted label ("dep||head-dep") seen fewer times in
         the training data is learned as its plain label.
+    stray (float): once exploring, the probability of following a costly
+        action although the model chose an optimal one, so that training
+        also sees states after mistakes when the model rarely makes them.
     whole_docs (float): share of training docs with gold sentences that are
         parsed whole anyway, so the parser learns both to parse given
         sentences and to find sentence boundaries in raw text.
@@ -80,7 +85,7 @@ def make_sparse_parser(
     return SparseParser(
         nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
         learner=learner, learn_rate=learn_rate, n_threads=n_threads, explore=explore,
-        explore_after=explore_after, min_lifted=min_lifted, whole_docs=whole_docs, scorer=scorer,
+        explore_after=explore_after, min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, scorer=scorer,
     )
 
 
@@ -119,11 +124,13 @@ class SparseParser(SparsePipe):
     template_kind = "state"
 
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
-                 explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5, **kwargs: Any):
+                 explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
+                 stray: float = 0.0, **kwargs: Any):
         super().__init__(vocab, name, explore=_check_fraction(explore, "explore"),
                          explore_after=_check_count(explore_after, "explore_after"),
                          min_lifted=_check_count(min_lifted, "min_lifted"),
-                         whole_docs=_check_fraction(whole_docs, "whole_docs"), **kwargs)
+                         whole_docs=_check_fraction(whole_docs, "whole_docs"),
+                         stray=_check_fraction(stray, "stray"), **kwargs)
         self._deps: List[str] = []
         self._words_seen = 0
         self._n_batches = 0
@@ -201,14 +208,14 @@ class SparseParser(SparsePipe):
         labels = np.zeros(batch.n_tokens, dtype=np.int64)
         used = np.zeros(batch.n_tokens, dtype=np.int64)
         margin = -1.0 if self.margin is None else self.margin
-        ptr, wlab, wval = model.compact()
-        W = np.zeros((1, 1), dtype=np.float32)  # rows are read in their nonzero layout
+        ptab, lv = model.packed()
+        W = np.zeros((1, 1), dtype=np.float32)  # rows are read in the packed layout
 
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
             predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
-                          model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, model.tab,
-                          W, ptr, wlab, wval, self._kind, self._alab, margin, heads, labels, used)
+                          model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, ptab,
+                          W, lv, True, self._kind, self._alab, margin, heads, labels, used)
 
         self._over_segments(batch, parse)
         self._record_usage(used)
@@ -245,7 +252,7 @@ class SparseParser(SparsePipe):
             model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, model.tab,
             model.tab_count, model.row_tpl, model.n_rows, model.W, model.U, model.G, self.adagrad,
             self.cfg["learn_rate"], model.steps, self._kind, self._alab, self.cfg["train_margin"],
-            self.objective, explore, self._n_batches,
+            self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches,
         )
 
     def _gold(self, examples: List[Example], batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
