@@ -351,12 +351,14 @@ def apply_order(templates: Sequence[str], order: Sequence[str]) -> List[str]:
     return ordered
 
 
-# A parsing set of 72 templates after Zhang & Nivre (2011), moved to the
-# arc-hybrid system: their S0h (head of the stack top, which arc-hybrid
-# never has) becomes S1, the other candidate head of S0, and S0h2 becomes
-# S2. Words are lowercase forms, "tag" the tags of an earlier tagger. Cheap
-# default order: the tag context of S1, S0 and B0 first, words and
-# dependents after.
+# A parsing set of 100 templates: the 72 of Zhang & Nivre (2011) moved to
+# the arc-hybrid system (their S0h, the head of the stack top, which
+# arc-hybrid never has, becomes S1, the other candidate head of S0; S0h2
+# becomes S2), then additions measured on EWT dev (README): `amb` ambiguity
+# classes, which soften the tagger's errors, suffixes and shapes of S0/B0,
+# more B1-B3 lookahead and S1 dependents. Words are lowercase forms, "tag"
+# the tags of an earlier tagger. Cheap default order: the tag context of S1,
+# S0 and B0 first, words and dependents after.
 PARSER_TEMPLATES: Tuple[str, ...] = (
     "tag@S0+tag@B0",
     "tag@S1+tag@S0",
@@ -368,6 +370,12 @@ PARSER_TEMPLATES: Tuple[str, ...] = (
     "tag@S1+tag@S0+dist@S1",
     "lower@S0+tag@S0",
     "lower@B0+tag@B0",
+    "amb@B0",
+    "amb@S0",
+    "amb@B1",
+    "amb@S0+amb@B0",
+    "tag@S0+amb@B0",
+    "amb@S0+tag@B0",
     "lower@S1+tag@S1",
     "tag@S0+tag@S0L+tag@B0",
     "tag@S0+tag@S0R+tag@B0",
@@ -430,6 +438,28 @@ PARSER_TEMPLATES: Tuple[str, ...] = (
     "lower@S0+rset@S0",
     "lower@B0+lset@B0",
     "tag@S0+tag@S0LL+tag@S0RR",
+    "amb@S1",
+    "suf3@S0",
+    "suf3@B0",
+    "lower@B0+lower@B1",
+    "tag@S0+lower@B0+tag@B1",
+    "lower@S0+tag@B0+tag@B1",
+    "lower@S0+lower@B1",
+    "lower@B0+tag@B1",
+    "tag@B0+lower@B1",
+    "tag@B3",
+    "tag@B1+tag@B2+tag@B3",
+    "amb@B2",
+    "lower@S0+tag@S1",
+    "lower@S1+lower@B0",
+    "tag@S1+tag@B0",
+    "tag@S1+lower@B0",
+    "shape@B0",
+    "shape@S0",
+    "tag@S0+tag@S1+tag@S1L",
+    "dep@S1L",
+    "tag@S1R",
+    "lower@S1R",
 )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, mix
-from .scoring import NEG_INF, best_valid, find_row, prefix_train_step, score_keys
+from .scoring import LOOKAHEAD, NEG_INF, best_valid, find_row, first_lead, prefix_train_step, score_block
 
 SHIFT = 0
 LEFT = 1
@@ -113,10 +113,10 @@ def distance_bucket(d):
 
 
 @njit(cache=True, nogil=True)
-def state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+def state_keys(keys, t0, t1, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
                lab, val, sets):
-    """Feature key of every template in the current state."""
-    for t in range(seeds.shape[0]):
+    """Feature keys of templates t0..t1-1 in the current state."""
+    for t in range(t0, t1):
         h = seeds[t]
         for a in range(atom_off[t], atom_off[t + 1]):
             code = atom_pos[a]
@@ -260,17 +260,18 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
                   tab_off, tab, W, lv, packed, kind, alab, margin, heads_out, labels_out, used):
     """Parse every segment greedily; stop adding templates once the best
     valid action leads by `margin` (< 0: all templates). Weights: dense W,
-    or with `packed`, `tab` holds spans of nonzeros in `lv` (score_keys).
+    or with `packed`, `tab` holds spans of nonzeros in `lv` (score_block).
     used[i] counts the
     templates scored for the two actions that involve token i as S0
     (popping it) and as B0 (shifting it)."""
     n = lex_rows.shape[0]
+    n_tpl = seeds.shape[0]
     stack, head, lab, kids, val, sets = new_state(n)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
-    keys = np.zeros(seeds.shape[0], dtype=np.uint64)
+    keys = np.zeros(n_tpl, dtype=np.uint64)
     scores = np.zeros(kind.shape[0], dtype=np.float32)
     valid = np.zeros(kind.shape[0], dtype=np.uint8)
-    ahead = np.zeros(8, dtype=np.int64)
+    ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
@@ -279,10 +280,19 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
         b0 = start
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, end, kids)
-            state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
-                       lab, val, sets)
             fill_valid(valid, kind, depth, b0, end, single)
-            k = score_keys(keys, tab, tab_off, W, lv, packed, valid, margin, scores, ahead)
+            scores[:] = 0.0
+            lead = first_lead(valid)
+            k = 0
+            for block in range(0, n_tpl, LOOKAHEAD):
+                if margin >= 0.0 and block > 0 and lead >= margin:
+                    break
+                stop = min(block + LOOKAHEAD, n_tpl)
+                state_keys(keys, block, stop, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
+                           tags, poss, lab, val, sets)
+                n, lead = score_block(keys, block, stop, tab, tab_off, W, lv, packed, valid, margin, scores,
+                                      ahead, lead)
+                k += n
             a = best_valid(scores, valid)
             used[b0 if kind[a] == SHIFT else stack[depth - 1]] += k
             depth, b0 = apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
@@ -338,7 +348,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
         b0 = start
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, end, kids)
-            state_keys(keys, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+            state_keys(keys, 0, n_tpl, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
                        lab, val, sets)
             fill_valid(valid, kind, depth, b0, end, single)
             least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,

@@ -247,52 +247,50 @@ def add_span(scores, lv, span, valid, with_lead):
 
 
 @njit(cache=True, nogil=True)
-def score_keys(keys, tab, tab_off, W, lv, packed, valid, margin, scores, ahead):
-    """Score a decision whose template keys are known: add template rows in
-    order, and (margin >= 0) stop once the best valid label leads by the
-    margin. Returns how many templates were scored.
+def first_lead(valid):
+    """The lead before any row is added: all scores are equal, so none,
+    unless at most one label is valid. (The margin test runs after each
+    template, so every decision scores at least one.)"""
+    n = 0
+    for y in range(valid.shape[0]):
+        n += valid[y] != 0
+    return np.float32(3.0e38) if n <= 1 else np.float32(0.0)
+
+
+@njit(cache=True, nogil=True)
+def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, valid, margin, scores, ahead, lead):
+    """Add the rows of templates t0..t1-1 (at most LOOKAHEAD, keys in
+    keys[t0:t1]) to the scores of a decision, in order; with margin >= 0,
+    stop once the best valid label leads by the margin. Returns (templates
+    scored, lead); the decision is done when lead >= margin >= 0.
 
     Weights are dense rows `W`, or with `packed`, a table whose values are
     spans of nonzero (label, value) pairs in `lv` (SparseLinearModel.packed):
     a parser's rows hold a few nonzeros among ~100 actions, so that layout
-    is smaller, adds fewer numbers and reads one place per feature. Rows are
-    looked up a block of LOOKAHEAD templates ahead: the probes are
-    independent, so their memory latencies overlap; the margin test still
-    runs after every single template.
+    is smaller, adds fewer numbers and reads one place per feature. The rows
+    of a block are looked up before any is added: the probes are
+    independent, so their memory latencies overlap, while the margin test
+    still runs after every single template. A task computes the keys of a
+    block just before scoring it, so templates after the stop cost nothing.
     """
-    n_tpl = keys.shape[0]
-    scores[:] = 0.0
+    for t in range(t0, t1):
+        ahead[t - t0] = find_row(tab, tab_off, t, keys[t])
     if margin < 0.0:
-        for block in range(0, n_tpl, LOOKAHEAD):
-            stop = min(block + LOOKAHEAD, n_tpl)
-            for t in range(block, stop):
-                ahead[t - block] = find_row(tab, tab_off, t, keys[t])
-            for t in range(block, stop):
-                row = ahead[t - block]
-                if row < 0:
-                    continue
+        for t in range(t0, t1):
+            row = ahead[t - t0]
+            if row >= 0:
                 if packed:
                     add_span(scores, lv, row, valid, False)
                 else:
                     add_row(scores, W, row)
-        return n_tpl
-    # all scores start equal: no label leads until a row is added
-    lead = np.float32(0.0) if not leads_by(scores, valid, margin) else np.float32(3.0e38)
-    if lead >= margin:
-        return 0
-    n = 0
-    for block in range(0, n_tpl, LOOKAHEAD):
-        stop = min(block + LOOKAHEAD, n_tpl)
-        for t in range(block, stop):
-            ahead[t - block] = find_row(tab, tab_off, t, keys[t])
-        for t in range(block, stop):
-            row = ahead[t - block]
-            if row >= 0:
-                if packed:
-                    lead = add_span(scores, lv, row, valid, True)
-                else:
-                    lead = add_row_lead(scores, W, row, valid)
-            n += 1
-            if lead >= margin:
-                return n
-    return n
+        return t1 - t0, lead
+    for t in range(t0, t1):
+        row = ahead[t - t0]
+        if row >= 0:
+            if packed:
+                lead = add_span(scores, lv, row, valid, True)
+            else:
+                lead = add_row_lead(scores, W, row, valid)
+        if lead >= margin:
+            return t - t0 + 1, lead
+    return t1 - t0, lead

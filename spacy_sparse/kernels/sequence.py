@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, mix
-from .scoring import add_row, add_row_lead, best_valid, find_row, leads_by, prefix_train_step
+from .scoring import LOOKAHEAD, best_valid, first_lead, prefix_train_step, score_block
 
 
 LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
@@ -44,9 +44,6 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
     if h == 0:
         h = np.uint64(1)
     return h
-
-
-LOOKAHEAD = 8
 
 
 @njit(cache=True, nogil=True)
@@ -120,6 +117,7 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
     """
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
+    keys = np.zeros(n_tpl, dtype=np.uint64)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
@@ -139,40 +137,18 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
                 continue
             valid = valid_labels(allowed, pred, fixed, i, start, end)
             scores[:] = 0.0
+            lead = first_lead(valid)
             n = 0
-            if margin < 0.0:
-                for block in range(0, n_tpl, LOOKAHEAD):
-                    stop = min(block + LOOKAHEAD, n_tpl)
-                    for t in range(block, stop):
-                        key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+            for block in range(0, n_tpl, LOOKAHEAD):
+                if margin >= 0.0 and block > 0 and lead >= margin:
+                    break
+                stop = min(block + LOOKAHEAD, n_tpl)
+                for t in range(block, stop):
+                    keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
                                            lex_rows, lex, pred, hist)
-                        ahead[t - block] = find_row(tab, tab_off, t, key)
-                    for t in range(block, stop):
-                        add_row(scores, W, ahead[t - block])
-                n = n_tpl
-            else:
-                # all scores start equal: no label leads until a row is added
-                lead = np.float32(0.0) if not leads_by(scores, valid, margin) else np.float32(3.0e38)
-                done = False
-                # Look rows up a block of templates ahead: the probes are
-                # independent, so their memory latencies overlap; the margin
-                # test still runs after every single template.
-                for block in range(0, n_tpl, LOOKAHEAD):
-                    if done:
-                        break
-                    stop = min(block + LOOKAHEAD, n_tpl)
-                    for t in range(block, stop):
-                        key = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                           lex_rows, lex, pred, hist)
-                        ahead[t - block] = find_row(tab, tab_off, t, key)
-                    for t in range(block, stop):
-                        row = ahead[t - block]
-                        if row >= 0:
-                            lead = add_row_lead(scores, W, row, valid)
-                        n += 1
-                        if lead >= margin:
-                            done = True
-                            break
+                k, lead = score_block(keys, block, stop, tab, tab_off, W, W, False, valid, margin, scores,
+                                      ahead, lead)
+                n += k
             pred[i] = best_valid(scores, valid)
             used[i] = n
             if with_hist:
