@@ -1,5 +1,5 @@
 """`python -m spacy_sparse COMMAND`: demo, tag, tag-shards, bench, report, order-templates, convert-ud,
-convert-conll, jackknife, ship-default."""
+convert-conll, jackknife, prune, ship-default."""
 import argparse
 import sys
 import time
@@ -163,6 +163,30 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(threshold=args.min_weight))
     size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Drop small averaged weights of every sparse component and save."""
+    import spacy
+
+    from .bench import sparse_components
+
+    nlp = spacy.load(args.model)
+    found = sparse_components(nlp)
+    if not found:
+        msg.fail(f"{args.model} has no spacy-sparse component", exits=1)
+    for name, pipe in found:
+        if args.component and name != args.component:
+            continue
+        model = pipe._require_model()
+        before = model.stats()
+        dropped = model.prune_weights(args.min_weight)
+        after = model.stats()
+        msg.info(f"{name}: dropped {dropped:,} weights; features {before['nonzero_features']:,} -> "
+                 f"{after['nonzero_features']:,}, {before['bytes'] / 1e6:.1f} -> {after['bytes'] / 1e6:.1f} MB")
+    nlp.to_disk(args.output)
+    msg.good(f"Saved {args.output}")
     return 0
 
 
@@ -407,6 +431,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("prune", help="drop averaged weights below a size threshold (a crude size knob) and save")
+    p.add_argument("model")
+    p.add_argument("output")
+    p.add_argument("--min-weight", type=float, required=True, help="drop weights with |w| below this")
+    p.add_argument("--component", help="only this sparse component (default: all)")
+    p.set_defaults(func=cmd_prune)
 
     p = sub.add_parser("jackknife", help="tag the training data with k taggers that never saw their fold (for parser training)")
     p.add_argument("config", help="tagger training config, e.g. configs/tagger.cfg")

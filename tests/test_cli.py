@@ -120,3 +120,13 @@ def test_joint_tagger_parser_config_trains(corpus, tmp_path):
         "--training.max_epochs", "2", "--training.eval_frequency", "50")
     meta = json.loads((out / "model-last" / "meta.json").read_text())
     assert meta["performance"]["dep_las"] > 0.2 and meta["performance"]["tag_acc"] > 0.7
+
+
+def test_prune_cli_makes_a_smaller_model_that_still_tags(trained_dir, tmp_path):
+    out = tmp_path / "pruned"
+    run("spacy_sparse", "prune", str(trained_dir), str(out), "--min-weight", "0.5")
+    before = (trained_dir / "sparse_tagger" / "model").stat().st_size
+    after = (out / "sparse_tagger" / "model").stat().st_size
+    assert after < before
+    doc = spacy.load(out)("The results were published yesterday .")
+    assert all(t.tag_ for t in doc)

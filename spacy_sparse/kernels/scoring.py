@@ -225,16 +225,17 @@ SPAN_MASK = np.int64(0xFFFF)
 
 
 @njit(cache=True, nogil=True)
-def add_span(scores, lv, span, valid, with_lead):
+def add_span(scores, lv, span):
     """Add one feature's nonzero weights, packed as span = start << 16 |
-    count into `lv` (rows of (label, value)); with_lead: also return how far
-    the best valid label leads the second (a full pass over the labels, as
-    add_row_lead)."""
+    count into `lv` (rows of (label, value))."""
     start = span >> SPAN_BITS
     for k in range(start, start + (span & SPAN_MASK)):
         scores[np.int64(lv[k, 0])] += lv[k, 1]
-    if not with_lead:
-        return np.float32(0.0)
+
+
+@njit(cache=True, nogil=True)
+def top_two_gap(scores, valid):
+    """How far the best valid label leads the second (huge if only one)."""
     first = NEG_INF
     second = NEG_INF
     for y in range(scores.shape[0]):
@@ -269,8 +270,9 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, valid, margin, scores
     a parser's rows hold a few nonzeros among ~100 actions, so that layout
     is smaller, adds fewer numbers and reads one place per feature. The rows
     of a block are looked up before any is added: the probes are
-    independent, so their memory latencies overlap, while the margin test
-    still runs after every single template. A task computes the keys of a
+    independent, so their memory latencies overlap. The margin test runs
+    after every template for dense rows (fused with the add), after the
+    block for packed ones. A task computes the keys of a
     block just before scoring it, so templates after the stop cost nothing.
     """
     for t in range(t0, t1):
@@ -280,17 +282,22 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, valid, margin, scores
             row = ahead[t - t0]
             if row >= 0:
                 if packed:
-                    add_span(scores, lv, row, valid, False)
+                    add_span(scores, lv, row)
                 else:
                     add_row(scores, W, row)
         return t1 - t0, lead
+    if packed:
+        # a span's lead costs a pass over every label (it is not fused with
+        # the add as for dense rows), so packed rows are tested per block
+        for t in range(t0, t1):
+            row = ahead[t - t0]
+            if row >= 0:
+                add_span(scores, lv, row)
+        return t1 - t0, top_two_gap(scores, valid)
     for t in range(t0, t1):
         row = ahead[t - t0]
         if row >= 0:
-            if packed:
-                lead = add_span(scores, lv, row, valid, True)
-            else:
-                lead = add_row_lead(scores, W, row, valid)
+            lead = add_row_lead(scores, W, row, valid)
         if lead >= margin:
             return t - t0 + 1, lead
     return t1 - t0, lead
