@@ -46,6 +46,10 @@ class SparseLinearModel:
         self.tab_count = np.zeros(n_tpl, dtype=np.int64)
         self.n_rows = np.zeros(1, dtype=np.int64)
         self.row_tpl = np.zeros(16, dtype=np.int32)
+        # per feature: decisions whose update it took part in (min-update);
+        # a feature counts in scores once it has min_updates of them
+        self.updates = np.zeros(16, dtype=np.int32)
+        self.min_updates = 1
         self.steps = np.zeros(1, dtype=np.float64)
         # dense training layout, made on demand (see _ensure_dense)
         self.W: Optional[np.ndarray] = None
@@ -84,6 +88,7 @@ class SparseLinearModel:
             self.W = _grow(self.W, cap)
             self.U = _grow(self.U, cap)
             self.row_tpl = _grow(self.row_tpl, cap)
+            self.updates = _grow(self.updates, cap)
         if adagrad and self.G.shape != self.W.shape:
             self.G = _grow(self.G, self.W.shape[0]) if self.G.shape[1] == self.W.shape[1] else np.zeros_like(self.W)
 
@@ -100,6 +105,8 @@ class SparseLinearModel:
         self.U = np.zeros(W.shape, dtype=np.float64)
         self.steps[0] = 0.0
         self.row_tpl = _grow(self.row_tpl, cap) if self.row_tpl.shape[0] < cap else self.row_tpl
+        # features read from a file passed any min-update threshold when saved
+        self.updates = np.full(cap, np.iinfo(np.int32).max // 2, dtype=np.int32)
 
     def _relayout(self, caps: np.ndarray) -> None:
         new_off = np.zeros(len(caps) + 1, dtype=np.int64)
@@ -138,8 +145,12 @@ class SparseLinearModel:
             out[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
             return out
         if self.steps[0] > 0:
-            return (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
-        return self.W[:n].copy()
+            out = (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
+        else:
+            out = self.W[:n].copy()
+        if self.min_updates > 1:
+            out[self.updates[:n] < self.min_updates] = 0.0  # not yet counted, not saved
+        return out
 
     def compact(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Averaged weights in the compressed row layout that prediction

@@ -313,7 +313,7 @@ def next_random(state):
 
 @njit(cache=True, nogil=True)
 def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
-                seeds, atom_off, atom_src, atom_pos, tab_off, tab, tab_count, row_tpl, n_rows,
+                seeds, atom_off, atom_src, atom_pos, tab_off, tab, tab_count, row_tpl, n_rows, updates, min_updates,
                 W, U, G, adagrad, lr, step, kind, alab, margin, objective, explore, stray, seed):
     """One online pass over a batch with the dynamic oracle. At each state
     the oracle's action is the best-scoring one among the least-cost valid
@@ -357,7 +357,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             scores[:] = 0.0
             for t in range(n_tpl):
                 r = find_row(tab, tab_off, t, keys[t])
-                if r >= 0:
+                if r >= 0 and updates[r] >= min_updates:
                     for y in range(n_act):
                         scores[y] += W[r, y]
             g = -1
@@ -372,7 +372,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
                     valid[y] = 0
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
                                   W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
-                                  n_rows, step[0], viol_t, viol_y, grad, touched)
+                                  n_rows, updates, min_updates, step[0], viol_t, viol_y, grad, touched)
             step[0] += 1.0
             a = p
             if cost[p] > least:

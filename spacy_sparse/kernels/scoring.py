@@ -147,7 +147,7 @@ PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop
 @njit(cache=True, nogil=True)
 def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
                       W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
-                      n_rows, step, viol_t, viol_y, grad, touched):
+                      n_rows, updates, min_updates, step, viol_t, viol_y, grad, touched):
     """Score templates in order for one decision, update, and return the
     label predicted from the scores computed.
 
@@ -160,13 +160,19 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
     is the plain perceptron).
     `rows` receives the row of each template's feature (-1: unknown);
     `grad` (zeros, n_labels) and `touched` are scratch space.
+    Min-update (Goldberg & Elhadad): `updates` counts, per feature, the
+    decisions whose update it took part in; a feature adds to scores only
+    once that count reaches `min_updates` (1: from its first update), but
+    updates reach every feature of the decision.
     """
     n_tpl = keys.shape[0]
     scores[:] = 0.0
     n_viol = 0
     for t in range(n_tpl):
-        rows[t] = find_row(tab, tab_off, t, keys[t])
-        add_row(scores, W, rows[t])
+        r = find_row(tab, tab_off, t, keys[t])
+        rows[t] = r
+        if r >= 0 and updates[r] >= min_updates:
+            add_row(scores, W, r)
         if objective != FULL and gold >= 0:
             y = loss_augmented(scores, valid, gold, margin)
             if y == gold:
@@ -212,6 +218,7 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
             r = ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
             rows[t] = r
         apply_gradient(W, U, G, r, grad, touched, n_touched, step, adagrad, lr)
+        updates[r] += 1
     for k in range(n_touched):
         grad[touched[k]] = 0.0
     return pred

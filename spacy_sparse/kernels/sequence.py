@@ -157,7 +157,7 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
 
 @njit(cache=True, nogil=True)
 def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos,
-                   tab_off, tab, tab_count, row_tpl, n_rows,
+                   tab_off, tab, tab_count, row_tpl, n_rows, updates, min_updates,
                    W, U, G, adagrad, lr, step, allowed, hist_of, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
@@ -194,7 +194,7 @@ def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, a
                                        lex_rows, lex, pred, hist)
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
                                   W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
-                                  n_rows, step[0], viol_t, viol_y, grad, touched)
+                                  n_rows, updates, min_updates, step[0], viol_t, viol_y, grad, touched)
             pred[i] = p
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)

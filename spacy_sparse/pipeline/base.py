@@ -35,6 +35,7 @@ COMMON_DEFAULTS = {
     "mode": "prefix",
     "learner": "adagrad",
     "learn_rate": 1.0,
+    "min_updates": 1,
     "n_threads": 1,
 }
 
@@ -59,6 +60,12 @@ MIN_TOKENS_PER_THREAD = 2000
 def check_threads(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"n_threads must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def check_min_updates(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"min_updates must be a whole number >= 1, got {value!r}")
     return value
 
 
@@ -136,6 +143,7 @@ class SparsePipe(TrainablePipe):
         scorer: Optional[Callable],
         learner: str = "perceptron",
         learn_rate: float = 1.0,
+        min_updates: int = 1,
         n_threads: int = 1,
         **extra_cfg: Any,
     ):
@@ -157,6 +165,7 @@ class SparsePipe(TrainablePipe):
             "mode": mode,
             "learner": learner,
             "learn_rate": float(learn_rate),
+            "min_updates": check_min_updates(min_updates),
             "n_threads": check_threads(n_threads),
             "labels": [],
             **extra_cfg,
@@ -277,6 +286,7 @@ class SparsePipe(TrainablePipe):
             raise ValueError(f"No labels for {self.name!r}: the training data has no annotation it could learn")
         self.cfg["labels"] = list(labels)
         self.sparse = SparseLinearModel(templates, labels)
+        self.sparse.min_updates = self.cfg.get("min_updates", 1)
         self.sparse.lex_classes = dict(classes or {})
         self.lexicon.set_classes(self.sparse.lex_classes)
         self._labels_changed()
@@ -328,6 +338,7 @@ class SparsePipe(TrainablePipe):
         model = self._require_model()
         if not examples:
             return losses
+        model.min_updates = self.cfg.get("min_updates", 1)
         losses[self.name] += float(self._train_batch(model, examples))
         model.changed()
         return losses

@@ -44,13 +44,15 @@ def make_sparse_ner(
     mode: str,
     learner: str,
     learn_rate: float,
+    min_updates: int,
     n_threads: int,
     scorer: Optional[Callable],
 ) -> "SparseNER":
     """Create a sparse entity recognizer. The settings mean what they mean for
     `sparse_tagger` (see its factory)."""
     return SparseNER(nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
-                     learner=learner, learn_rate=learn_rate, n_threads=n_threads, scorer=scorer)
+                     learner=learner, learn_rate=learn_rate, min_updates=min_updates, n_threads=n_threads,
+                     scorer=scorer)
 
 
 def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:

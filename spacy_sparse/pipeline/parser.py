@@ -54,6 +54,7 @@ def make_sparse_parser(
     mode: str,
     learner: str,
     learn_rate: float,
+    min_updates: int,
     n_threads: int,
     explore: float,
     explore_after: int,
@@ -66,8 +67,8 @@ def make_sparse_parser(
 
     templates (List[str]): parser templates (slots such as S0, B0, S0L) in
         the order they are scored.
-    margin, train_margin, mode, learner, learn_rate, n_threads: as for
-        sparse_tagger.
+    margin, train_margin, mode, learner, learn_rate, min_updates, n_threads:
+        as for sparse_tagger.
     explore (float): probability of following the model's own wrong action
         in training (error exploration with the dynamic oracle); 0 trains on
         oracle paths only.
@@ -84,7 +85,7 @@ def make_sparse_parser(
     """
     return SparseParser(
         nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
-        learner=learner, learn_rate=learn_rate, n_threads=n_threads, explore=explore,
+        learner=learner, learn_rate=learn_rate, min_updates=min_updates, n_threads=n_threads, explore=explore,
         explore_after=explore_after, min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, scorer=scorer,
     )
 
@@ -250,7 +251,8 @@ class SparseParser(SparsePipe):
         return train_parse(
             batch.lex_rows, batch.lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
             model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, model.tab,
-            model.tab_count, model.row_tpl, model.n_rows, model.W, model.U, model.G, self.adagrad,
+            model.tab_count, model.row_tpl, model.n_rows, model.updates, model.min_updates,
+            model.W, model.U, model.G, self.adagrad,
             self.cfg["learn_rate"], model.steps, self._kind, self._alab, self.cfg["train_margin"],
             self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches,
         )

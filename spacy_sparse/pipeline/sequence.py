@@ -65,6 +65,7 @@ class SequencePipe(SparsePipe):
         return train_sequence(
             batch.lex_rows, batch.lex, batch.seg_off, batch.seg_new_doc, gold, model.seeds, model.atom_off,
             model.atom_src, model.atom_pos, model.tab_off, model.tab, model.tab_count, model.row_tpl,
-            model.n_rows, model.W, model.U, model.G, self.adagrad, self.cfg["learn_rate"], model.steps,
+            model.n_rows, model.updates, model.min_updates,
+            model.W, model.U, model.G, self.adagrad, self.cfg["learn_rate"], model.steps,
             self._allowed, self._hist_of, self.cfg["train_margin"], self.objective, pred,
         )

@@ -41,6 +41,7 @@ def make_sparse_tagger(
     mode: str,
     learner: str,
     learn_rate: float,
+    min_updates: int,
     n_threads: int,
     scorer: Optional[Callable],
 ) -> "SparseTagger":
@@ -60,13 +61,16 @@ def make_sparse_tagger(
     learner (str): "adagrad" (per-weight step sizes, as Strubell et al.) or
         "perceptron" (unit steps); both keep averaged weights for prediction.
     learn_rate (float): AdaGrad's base step size (the margin's unit).
+    min_updates (int): min-update pruning (Goldberg & Elhadad): a feature
+        counts in scores, and is saved, only once it took part in this many
+        updates (1: every feature).
     n_threads (int): threads that label one batch together (the kernels
         release the GIL); results are the same for any number.
     scorer (Optional[Callable]): the scoring method.
     """
     return SparseTagger(
         nlp.vocab, name, templates=templates, annotate=annotate, margin=margin,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate, n_threads=n_threads, scorer=scorer,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, n_threads=n_threads, scorer=scorer,
     )
 
 
