@@ -184,20 +184,19 @@ class SparseParser(SparsePipe):
         """Tags, POS and per-segment `single` flags of a batch; docs marked
         in `whole` are parsed whole even if their sentences are known."""
         batch = DocBatch(docs, self.lexicon)
+        known = np.array([_sentences_known(d) for d in docs] or [False], dtype=bool)
         if whole is not None and whole.any():
+            known[: len(docs)] &= ~whole
             seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
             inner = ~batch.seg_new_doc.astype(bool) & whole[seg_doc]
             batch.seg_off = np.concatenate([batch.seg_off[:-1][~inner], batch.seg_off[-1:]])
             batch.seg_new_doc = batch.seg_new_doc[~inner]
+        seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
+        single = known[seg_doc].astype(np.uint8)
         if batch.n_tokens:
             tags = np.concatenate([d.to_array([TAG, POS]) for d in docs if len(d)]).astype(np.uint64)
         else:
             tags = np.zeros((0, 2), dtype=np.uint64)
-        known = np.array([_sentences_known(d) for d in docs] or [False], dtype=np.uint8)
-        if whole is not None:
-            known[: len(docs)] &= ~whole
-        seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
-        single = known[seg_doc].astype(np.uint8) if len(seg_doc) else np.zeros(0, dtype=np.uint8)
         return batch, np.ascontiguousarray(tags[:, 0]), np.ascontiguousarray(tags[:, 1]), single
 
     # ---- inference -----------------------------------------------------------------
