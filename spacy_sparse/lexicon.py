@@ -41,6 +41,7 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         "orth": _hash(text),
         "lower": lower,
         "amb": classes.get(lower, 0) if classes else 0,
+        "cshape": _hash(collapsed_shape(text)),
         "norm": lex.norm,
         "shape": lex.shape,
         "is_title": int(text.istitle()),
@@ -54,6 +55,17 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         values[f"pre{k}"] = _hash(text[:k])
         values[f"suf{k}"] = _hash(text[-k:])
     return tuple(values[name] for name in LEX_ATTRS)
+
+
+def collapsed_shape(text: str) -> str:
+    """Collins' word shape: upper -> A, lower -> a, digit -> 0, anything else
+    kept, with runs of the same class collapsed to one."""
+    out = []
+    for ch in text:
+        c = "A" if ch.isupper() else "a" if ch.islower() else "0" if ch.isdigit() else ch
+        if not out or out[-1] != c:
+            out.append(c)
+    return "".join(out)
 
 
 class Lexicon:

@@ -50,7 +50,26 @@ class SparseLinearModel:
         # a feature counts in scores once it has min_updates of them
         self.updates = np.zeros(16, dtype=np.int32)
         self.min_updates = 1
+        # rare-feature pruning fixed the feature set: no new features
+        self.closed = False
+        # sparseptron: per template, w = scale * v, and |v|^2 kept up to date
+        # by the learner, so a group-lasso prox step costs O(#templates);
+        # `selecting` makes predictions use the current iterate (the
+        # selection phase does not average)
+        self.scale = np.ones(n_tpl, dtype=np.float32)
+        self.norm2 = np.zeros(n_tpl, dtype=np.float64)
+        self.selecting = False
+        # DC-ADMM: the w-step pulls each row toward target (u - alpha) at
+        # rate 1 - pull per decision, lazily (stamp: the decision a row was
+        # last pulled at); `fixed` holds u, the discrete weights the model
+        # predicts with and saves while ADMM runs
+        self.pull = 1.0
+        self.target = np.zeros((1, 1), dtype=np.float32)
+        self.stamp = np.zeros(1, dtype=np.float64)
+        self.fixed: Optional[np.ndarray] = None
         self.steps = np.zeros(1, dtype=np.float64)
+        # training instances (docs) seen, for methods that act every K of them
+        self.instances = 0
         # dense training layout, made on demand (see _ensure_dense)
         self.W: Optional[np.ndarray] = None
         self.U: Optional[np.ndarray] = None
@@ -76,6 +95,8 @@ class SparseLinearModel:
     def reserve(self, n_new: int, adagrad: bool = False) -> None:
         """Make room for n_new more features in every table before a
         training kernel runs, so kernels never need to grow arrays."""
+        if self.closed:
+            n_new = 0
         need = self.tab_count + n_new
         caps = np.diff(self.tab_off)
         if np.any(2 * need + 2 > caps):
@@ -89,6 +110,10 @@ class SparseLinearModel:
             self.U = _grow(self.U, cap)
             self.row_tpl = _grow(self.row_tpl, cap)
             self.updates = _grow(self.updates, cap)
+        if self.pull < 1.0 and self.target.shape != self.W.shape:
+            self.target = _grow(self.target, self.W.shape[0]) if self.target.shape[1] == self.W.shape[1] \
+                else np.zeros_like(self.W)
+            self.stamp = _grow(self.stamp, self.W.shape[0])
         if adagrad and self.G.shape != self.W.shape:
             self.G = _grow(self.G, self.W.shape[0]) if self.G.shape[1] == self.W.shape[1] else np.zeros_like(self.W)
 
@@ -107,6 +132,105 @@ class SparseLinearModel:
         self.row_tpl = _grow(self.row_tpl, cap) if self.row_tpl.shape[0] < cap else self.row_tpl
         # features read from a file passed any min-update threshold when saved
         self.updates = np.full(cap, np.iinfo(np.int32).max // 2, dtype=np.int32)
+
+    def tables(self) -> Tuple[np.ndarray, ...]:
+        """The feature tables as the training kernels take them."""
+        return (self.tab, self.tab_off, self.tab_count, self.row_tpl, self.n_rows)
+
+    def learner_state(self) -> Tuple[np.ndarray, ...]:
+        """The arrays a training kernel updates (see prefix_train_step)."""
+        return (self.W, self.U, self.G, self.updates, self.scale, self.norm2, self.target, self.stamp)
+
+    def learner_params(self, adagrad: bool, lr: float) -> Tuple[Any, ...]:
+        return (bool(adagrad), float(lr), int(self.min_updates), bool(self.closed), float(self.pull))
+
+    def preset_features(self, keys_per_template: Sequence[np.ndarray]) -> None:
+        """Make exactly these features (zero weights) and close the model
+        to any others: training only learns their weights."""
+        counts = np.array([len(k) for k in keys_per_template], dtype=np.int64)
+        keys = np.concatenate([np.asarray(k, dtype=np.uint64) for k in keys_per_template]) if len(counts) else \
+            np.zeros(0, dtype=np.uint64)
+        n = keys.shape[0]
+        tpl = np.repeat(np.arange(len(self.templates), dtype=np.int32), counts)
+        caps = np.array([capacity_for(int(c)) for c in counts], dtype=np.int64)
+        self.tab_off = np.zeros(len(self.templates) + 1, dtype=np.int64)
+        self.tab_off[1:] = np.cumsum(caps)
+        self.tab = new_table(int(self.tab_off[-1]))
+        fill_tables(tpl, keys, np.arange(n, dtype=np.int64), self.tab_off, self.tab)
+        self.tab_count = counts
+        self.n_rows[0] = n
+        cap = max(16, n)
+        self.row_tpl = np.zeros(cap, dtype=np.int32)
+        self.row_tpl[:n] = tpl
+        self.W = np.zeros((cap, max(1, self.n_labels)), dtype=np.float32)
+        self.U = np.zeros(self.W.shape, dtype=np.float64)
+        self.updates = np.zeros(cap, dtype=np.int32)
+        self.steps[0] = 0.0
+        self.closed = True
+        self.changed()
+
+    def keys_of_rows(self) -> np.ndarray:
+        """The feature key of every row."""
+        n = int(self.n_rows[0])
+        out = np.zeros(n, dtype=np.uint64)
+        keys, rows = self.tab[0::2], self.tab[1::2]
+        used = keys != 0
+        out[rows[used].astype(np.int64)] = keys[used]
+        return out
+
+    def keep_rows(self, keep: np.ndarray) -> int:
+        """Delete the features whose `keep` is False (their memory is freed,
+        and a later update may make them again). Returns how many went."""
+        self._ensure_dense()
+        n = int(self.n_rows[0])
+        keep = np.asarray(keep, dtype=bool)[:n]
+        if keep.all():
+            return 0
+        keys = self.keys_of_rows()[keep]
+        tpl = self.row_tpl[:n][keep]
+        m = int(keep.sum())
+        self.tab = new_table(int(self.tab_off[-1]))
+        fill_tables(tpl, keys, np.arange(m, dtype=np.int64), self.tab_off, self.tab)
+        self.tab_count = np.bincount(tpl, minlength=len(self.templates)).astype(np.int64)
+        cap = max(16, m)
+
+        def shrink(arr):
+            out = np.zeros((cap,) + arr.shape[1:], dtype=arr.dtype)
+            out[:m] = arr[:n][keep]
+            return out
+
+        self.W, self.U, self.row_tpl, self.updates = (shrink(a) for a in (self.W, self.U, self.row_tpl, self.updates))
+        if self.G.shape[0] >= n and self.G.shape[0] > 1:
+            self.G = shrink(self.G)
+        if self.target.shape[0] >= n and self.target.shape[0] > 1:
+            self.target, self.stamp = shrink(self.target), shrink(self.stamp)
+        if self.fixed is not None:
+            self.fixed = self.fixed[:n][keep[: self.fixed.shape[0]]] if self.fixed.shape[0] == n else None
+        self.n_rows[0] = m
+        self.changed()
+        return n - m
+
+    def drop_templates(self, dead: np.ndarray) -> int:
+        """Delete every feature of the templates marked in `dead` (a group
+        the group lasso zeroed); they may grow back from later updates."""
+        dead = np.asarray(dead, dtype=bool)
+        n = int(self.n_rows[0])
+        removed = self.keep_rows(~dead[self.row_tpl[:n]])
+        self.norm2[dead] = 0.0
+        self.scale[dead] = 1.0
+        return removed
+
+    def fold_scale(self) -> None:
+        """Multiply the sparseptron's template scales into the weights."""
+        if self.W is None or np.all(self.scale == 1.0):
+            return
+        n = int(self.n_rows[0])
+        factor = self.scale[self.row_tpl[:n]].astype(np.float64)[:, None]
+        self.W[:n] *= factor.astype(np.float32)
+        self.U[:n] *= factor
+        self.norm2 *= self.scale.astype(np.float64) ** 2
+        self.scale[:] = 1.0
+        self.changed()
 
     def _relayout(self, caps: np.ndarray) -> None:
         new_off = np.zeros(len(caps) + 1, dtype=np.int64)
@@ -136,15 +260,32 @@ class SparseLinearModel:
                     self._dense = dense
         return dense
 
+    def float_average(self) -> np.ndarray:
+        """The learner's averaged weights, whatever the model predicts with."""
+        fixed, self.fixed = self.fixed, None
+        try:
+            return self.averaged()
+        finally:
+            self.fixed = fixed
+
     def averaged(self) -> np.ndarray:
-        """Dense averaged weights (n_rows x n_labels), for analysis."""
+        """The weights the model predicts with and saves (n_rows x
+        n_labels): the averaged perceptron's, the current iterate while the
+        sparseptron selects, or DC-ADMM's discrete u while that runs."""
         n = int(self.n_rows[0])
+        if self.fixed is not None:
+            out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
+            m = min(n, self.fixed.shape[0])
+            out[:m] = self.fixed[:m]
+            return out
         if self.W is None:
             out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
             ptr, lab, val = self.compact()
             out[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
             return out
-        if self.steps[0] > 0:
+        if self.selecting:
+            out = self.W[:n] * self.scale[self.row_tpl[:n]][:, None]
+        elif self.steps[0] > 0:
             out = (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
         else:
             out = self.W[:n].copy()
@@ -231,12 +372,8 @@ class SparseLinearModel:
     # ---- serialization ---------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:
         """Averaged weights, nonzero rows only, each row as (label, value) pairs."""
-        n = int(self.n_rows[0])
         ptr, lab, val = self.compact()
-        keys_of_row = np.zeros(n, dtype=np.uint64)
-        keys, rows = self.tab[0::2], self.tab[1::2]
-        used = keys != 0
-        keys_of_row[rows[used].astype(np.int64)] = keys[used]
+        keys_of_row = self.keys_of_rows()
         row_len = np.diff(ptr)
         # nonzero rows only, grouped by template (stable: row order within)
         keep = np.flatnonzero(row_len > 0)

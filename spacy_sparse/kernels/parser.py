@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, mix
-from .scoring import LOOKAHEAD, NEG_INF, best_valid, find_row, first_lead, prefix_train_step, score_block
+from .scoring import (LOOKAHEAD, NEG_INF, best_valid, find_row, first_lead, prefix_train_step, score_block,
+                      score_counted)
 
 SHIFT = 0
 LEFT = 1
@@ -313,8 +314,8 @@ def next_random(state):
 
 @njit(cache=True, nogil=True)
 def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
-                seeds, atom_off, atom_src, atom_pos, tab_off, tab, tab_count, row_tpl, n_rows, updates, min_updates,
-                W, U, G, adagrad, lr, step, kind, alab, margin, objective, explore, stray, seed):
+                seeds, atom_off, atom_src, atom_pos, tables, state, params, step, kind, alab, margin, objective,
+                explore, stray, seed):
     """One online pass over a batch with the dynamic oracle. At each state
     the oracle's action is the best-scoring one among the least-cost valid
     actions; the learner updates towards it when the model's choice costs
@@ -354,12 +355,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
                                  gch_ptr, gch_idx, in_stack)
             # the oracle's action: the best-scoring optimal one
-            scores[:] = 0.0
-            for t in range(n_tpl):
-                r = find_row(tab, tab_off, t, keys[t])
-                if r >= 0 and updates[r] >= min_updates:
-                    for y in range(n_act):
-                        scores[y] += W[r, y]
+            score_counted(keys, tables, state, params, scores)
             g = -1
             best = NEG_INF
             for y in range(n_act):
@@ -370,9 +366,8 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             for y in range(n_act):
                 if y != g and cost[y] == least:
                     valid[y] = 0
-            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
-                                  W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
-                                  n_rows, updates, min_updates, step[0], viol_t, viol_y, grad, touched)
+            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective, tables, state, params,
+                                  step[0], viol_t, viol_y, grad, touched)
             step[0] += 1.0
             a = p
             if cost[p] > least:

@@ -113,17 +113,44 @@ def ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, key):
 
 
 @njit(cache=True, nogil=True)
-def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr):
+def add_row_scaled(scores, W, row, scale):
+    """Add a weight row times its template's scale (sparseptron's w = c v)."""
+    for y in range(scores.shape[0]):
+        scores[y] += scale * W[row, y]
+
+
+@njit(cache=True, nogil=True)
+def catch_up(W, U, target, stamp, row, step, pull):
+    """DC-ADMM's w-step regularizer rho/2 |w - target|^2, applied lazily:
+    a row read at decision `step` first takes the pull toward its target of
+    every decision since it was last read, in closed form (each decision
+    multiplies w - target by `pull` = 1 - lr * rho)."""
+    k = step - stamp[row]
+    if k > 0.0:
+        f = pull ** k
+        for y in range(W.shape[1]):
+            old = W[row, y]
+            new = target[row, y] + (old - target[row, y]) * f
+            W[row, y] = new
+            U[row, y] += step * (new - old)
+    stamp[row] = step
+
+
+@njit(cache=True, nogil=True)
+def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr, scale):
     """Apply one template's summed hinge gradient (`grad` over the labels in
-    `touched`) to its feature row.
+    `touched`) to its feature row; returns the change of the row's squared
+    norm (what the sparseptron keeps per template).
 
     Perceptron: W += grad. AdaGrad (Duchi et al. 2011, as Strubell et al.
     used): W += lr * grad / sqrt(G), G the running sum of squared gradients
     per weight, so templates that take part in many prefixes (the first
     ones) do not take proportionally larger steps. Either way U accumulates
     step-weighted changes so the average of all past weights is
-    W - U / steps, without touching rows that are not updated.
+    W - U / steps, without touching rows that are not updated. A template
+    whose weights are stored scaled (w = scale * v) takes the step on v.
     """
+    dnorm = 0.0
     for k in range(n_touched):
         y = touched[k]
         g = grad[y]
@@ -133,9 +160,27 @@ def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr):
             G[row, y] += g * g
             delta = lr * g / np.sqrt(G[row, y])
         else:
-            delta = g
-        W[row, y] += delta
+            delta = lr * g
+        delta /= scale
+        old = W[row, y]
+        W[row, y] = old + delta
+        dnorm += W[row, y] * W[row, y] - old * old
         U[row, y] += step * delta
+    return dnorm
+
+
+@njit(cache=True, nogil=True)
+def score_counted(keys, tables, state, params, scores):
+    """Scores of one decision from every template's feature that counts
+    (as prefix_train_step scores them, without updating anything)."""
+    tab, tab_off = tables[0], tables[1]
+    W, updates, scale = state[0], state[3], state[4]
+    min_updates = params[2]
+    scores[:] = 0.0
+    for t in range(keys.shape[0]):
+        r = find_row(tab, tab_off, t, keys[t])
+        if r >= 0 and scale[t] != 0.0 and updates[r] >= min_updates:
+            add_row_scaled(scores, W, r, scale[t])
 
 
 # Training objectives (the `objective` argument of the training kernels).
@@ -145,9 +190,8 @@ PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop
 
 
 @njit(cache=True, nogil=True)
-def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
-                      W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
-                      n_rows, updates, min_updates, step, viol_t, viol_y, grad, touched):
+def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables, state, params, step,
+                      viol_t, viol_y, grad, touched):
     """Score templates in order for one decision, update, and return the
     label predicted from the scores computed.
 
@@ -160,19 +204,38 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
     is the plain perceptron).
     `rows` receives the row of each template's feature (-1: unknown);
     `grad` (zeros, n_labels) and `touched` are scratch space.
+
+    tables = (tab, tab_off, tab_count, row_tpl, n_rows): the feature tables.
+    state = (W, U, G, updates, scale, norm2, target, stamp): the weights and
+    what the sparsity methods keep per feature or template (model.py).
+    params = (adagrad, lr, min_updates, closed, pull).
+
     Min-update (Goldberg & Elhadad): `updates` counts, per feature, the
     decisions whose update it took part in; a feature adds to scores only
     once that count reaches `min_updates` (1: from its first update), but
-    updates reach every feature of the decision.
+    updates reach every feature of the decision. `closed`: no new features
+    (rare-feature pruning fixed the feature set beforehand). A template
+    whose `scale` is 0 is switched off. `pull` < 1 runs DC-ADMM's w-step
+    regularizer (see catch_up).
     """
+    tab, tab_off, tab_count, row_tpl, n_rows = tables
+    W, U, G, updates, scale, norm2, target, stamp = state
+    adagrad, lr, min_updates, closed, pull = params
     n_tpl = keys.shape[0]
     scores[:] = 0.0
     n_viol = 0
     for t in range(n_tpl):
         r = find_row(tab, tab_off, t, keys[t])
+        if scale[t] == 0.0:
+            r = -1
         rows[t] = r
         if r >= 0 and updates[r] >= min_updates:
-            add_row(scores, W, r)
+            if pull < 1.0:
+                catch_up(W, U, target, stamp, r, step, pull)
+            if scale[t] == 1.0:
+                add_row(scores, W, r)
+            else:
+                add_row_scaled(scores, W, r, scale[t])
         if objective != FULL and gold >= 0:
             y = loss_augmented(scores, valid, gold, margin)
             if y == gold:
@@ -213,11 +276,19 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective,
             grad[gold] += 1.0
             grad[y] -= 1.0
             v -= 1
+        if scale[t] == 0.0:
+            continue
         r = rows[t]
         if r < 0:
+            if closed:
+                continue
             r = ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
             rows[t] = r
-        apply_gradient(W, U, G, r, grad, touched, n_touched, step, adagrad, lr)
+            if pull < 1.0:
+                stamp[r] = step
+        elif pull < 1.0 and updates[r] < min_updates:
+            catch_up(W, U, target, stamp, r, step, pull)
+        norm2[t] += apply_gradient(W, U, G, r, grad, touched, n_touched, step, adagrad, lr, scale[t])
         updates[r] += 1
     for k in range(n_touched):
         grad[touched[k]] = 0.0

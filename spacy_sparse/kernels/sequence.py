@@ -10,7 +10,8 @@ before a fixed label. `fixed[i] >= 0` is a label given in advance (an entity
 already on the doc): it is kept, not predicted (an empty `fixed`: none).
 `hist_of[label]` is the value a `hist` atom reads for a word last given that
 label earlier in its doc (the NER maps moves to their entity type);
-`seg_new_doc[d]` says whether segment d starts a new doc.
+`seg_new_doc[d]` says whether segment d starts a new doc; `tags` holds each
+token's tag_ hash as given before the component ran (what `ptag` reads).
 """
 import numpy as np
 from numba import njit
@@ -24,7 +25,7 @@ HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in
 
 
 @njit(cache=True, nogil=True)
-def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, pred, hist):
+def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, pred, hist):
     """Feature key of template t at token i of the segment [start, end)."""
     h = seeds[t]
     for a in range(atom_off[t], atom_off[t + 1]):
@@ -38,8 +39,10 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
             v = lex[lex_rows[p], src]
         elif src == -1:
             v = np.uint64(pred[p] + 1)
-        else:
+        elif src == -2:
             v = hist[p]
+        else:
+            v = tags[p]
         h = mix(h, v)
     if h == 0:
         h = np.uint64(1)
@@ -108,7 +111,7 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 
 @njit(cache=True, nogil=True)
-def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
+def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
                      tab_off, tab, W, allowed, fixed, hist_of, margin, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates).
@@ -145,7 +148,7 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
                 stop = min(block + LOOKAHEAD, n_tpl)
                 for t in range(block, stop):
                     keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                           lex_rows, lex, pred, hist)
+                                           lex_rows, lex, tags, pred, hist)
                 k, lead = score_block(keys, block, stop, tab, tab_off, W, W, False, valid, margin, scores,
                                       ahead, lead)
                 n += k
@@ -156,15 +159,16 @@ def predict_sequence(lex_rows, lex, seg_off, seg_new_doc, seeds, atom_off, atom_
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos,
-                   tab_off, tab, tab_count, row_tpl, n_rows, updates, min_updates,
-                   W, U, G, adagrad, lr, step, allowed, hist_of, margin, objective, pred):
+def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos,
+                   tables, state, params, step, allowed, hist_of, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
     tokens with a gold label that were predicted wrongly.
 
-    `step` (float64[1]) counts decisions seen so far, for averaging.
+    `step` (float64[1]) counts decisions seen so far, for averaging;
+    tables, state and params are the learner's (see prefix_train_step).
     """
+    W = state[0]
     n_tpl = seeds.shape[0]
     no_fixed = np.zeros(0, dtype=np.int32)
     keys = np.zeros(n_tpl, dtype=np.uint64)
@@ -191,10 +195,9 @@ def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, a
                 g = -1
             for t in range(n_tpl):
                 keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                       lex_rows, lex, pred, hist)
-            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective,
-                                  W, U, G, adagrad, lr, tab, tab_off, tab_count, row_tpl,
-                                  n_rows, updates, min_updates, step[0], viol_t, viol_y, grad, touched)
+                                       lex_rows, lex, tags, pred, hist)
+            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective, tables, state, params,
+                                  step[0], viol_t, viol_y, grad, touched)
             pred[i] = p
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)
@@ -203,3 +206,27 @@ def train_sequence(lex_rows, lex, seg_off, seg_new_doc, gold, seeds, atom_off, a
                 if p != g:
                     errors += 1
     return errors
+
+
+@njit(cache=True, nogil=True)
+def gold_keys(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos, hist_of, out):
+    """The feature key of every template at every token, with the gold
+    labels as history (out: n_tokens x n_templates): the features training
+    would meet on a perfect run, for rare-feature pruning. A token without a
+    gold label reads label 0 as history."""
+    pred = np.maximum(gold, 0).astype(np.int32)
+    with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
+    doc_id = -1
+    for d in range(seg_off.shape[0] - 1):
+        start = seg_off[d]
+        end = seg_off[d + 1]
+        if seg_new_doc[d]:
+            doc_id += 1
+        for i in range(start, end):
+            if with_hist:
+                hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
+            for t in range(seeds.shape[0]):
+                out[i, t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                                         lex_rows, lex, tags, pred, hist)
+            if with_hist:
+                remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])

@@ -36,6 +36,7 @@ COMMON_DEFAULTS = {
     "learner": "adagrad",
     "learn_rate": 1.0,
     "min_updates": 1,
+    "min_count": 1,
     "n_threads": 1,
 }
 
@@ -63,9 +64,9 @@ def check_threads(value: Any) -> int:
     return value
 
 
-def check_min_updates(value: Any) -> int:
+def check_min_updates(value: Any, what: str = "min_updates") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"min_updates must be a whole number >= 1, got {value!r}")
+        raise ValueError(f"{what} must be a whole number >= 1, got {value!r}")
     return value
 
 
@@ -144,6 +145,7 @@ class SparsePipe(TrainablePipe):
         learner: str = "perceptron",
         learn_rate: float = 1.0,
         min_updates: int = 1,
+        min_count: int = 1,
         n_threads: int = 1,
         **extra_cfg: Any,
     ):
@@ -166,6 +168,7 @@ class SparsePipe(TrainablePipe):
             "learner": learner,
             "learn_rate": float(learn_rate),
             "min_updates": check_min_updates(min_updates),
+            "min_count": check_min_updates(min_count, "min_count"),
             "n_threads": check_threads(n_threads),
             "labels": [],
             **extra_cfg,
@@ -311,6 +314,23 @@ class SparsePipe(TrainablePipe):
             labels = self._labels_from(get_examples())
         pairs = self._word_labels(get_examples())
         self._build_model(list(labels), order, ambiguity_classes(pairs))
+        if self.cfg.get("min_count", 1) > 1:
+            self._keep_frequent_features(list(get_examples()), self.cfg["min_count"])
+
+    def _keep_frequent_features(self, examples: List[Example], min_count: int) -> None:
+        """Rare-feature pruning, the baseline of min-update: count every
+        feature of the gold decisions of the training data, keep those seen
+        at least min_count times, and let training make no others."""
+        raise ValueError(f"min_count > 1 (rare-feature pruning) is not implemented for {type(self).__name__}")
+
+    def refit(self, templates: Sequence[str]) -> None:
+        """Start over with fresh weights on `templates` (same labels and
+        ambiguity classes): the sparseptron's debiasing refit."""
+        model = self._require_model()
+        if not templates:
+            raise ValueError(f"Cannot refit {self.name!r} on no templates")
+        self.cfg["templates"] = list(templates)
+        self._build_model(list(model.labels), None, model.lex_classes)
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         raise NotImplementedError
@@ -340,6 +360,7 @@ class SparsePipe(TrainablePipe):
             return losses
         model.min_updates = self.cfg.get("min_updates", 1)
         losses[self.name] += float(self._train_batch(model, examples))
+        model.instances += len(examples)
         model.changed()
         return losses
 

@@ -45,13 +45,14 @@ def make_sparse_ner(
     learner: str,
     learn_rate: float,
     min_updates: int,
+    min_count: int,
     n_threads: int,
     scorer: Optional[Callable],
 ) -> "SparseNER":
     """Create a sparse entity recognizer. The settings mean what they mean for
     `sparse_tagger` (see its factory)."""
     return SparseNER(nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
-                     learner=learner, learn_rate=learn_rate, min_updates=min_updates, n_threads=n_threads,
+                     learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count, n_threads=n_threads,
                      scorer=scorer)
 
 

@@ -55,6 +55,7 @@ def make_sparse_parser(
     learner: str,
     learn_rate: float,
     min_updates: int,
+    min_count: int,
     n_threads: int,
     explore: float,
     explore_after: int,
@@ -85,7 +86,7 @@ def make_sparse_parser(
     """
     return SparseParser(
         nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
-        learner=learner, learn_rate=learn_rate, min_updates=min_updates, n_threads=n_threads, explore=explore,
+        learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count, n_threads=n_threads, explore=explore,
         explore_after=explore_after, min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, scorer=scorer,
     )
 
@@ -249,10 +250,8 @@ class SparseParser(SparsePipe):
         self._words_seen += batch.n_tokens
         return train_parse(
             batch.lex_rows, batch.lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
-            model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, model.tab,
-            model.tab_count, model.row_tpl, model.n_rows, model.updates, model.min_updates,
-            model.W, model.U, model.G, self.adagrad,
-            self.cfg["learn_rate"], model.steps, self._kind, self._alab, self.cfg["train_margin"],
+            model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tables(), model.learner_state(),
+            model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps, self._kind, self._alab, self.cfg["train_margin"],
             self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches,
         )
 

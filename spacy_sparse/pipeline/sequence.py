@@ -5,17 +5,29 @@ A subclass supplies its label mask (`_allowed`), the gold label index per
 token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
-from typing import Iterable, List
+from typing import Dict, Iterable, List
 
 import numpy as np
+from spacy.attrs import TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..kernels.sequence import predict_sequence, train_sequence
+from ..kernels.sequence import gold_keys, predict_sequence, train_sequence
 from ..model import SparseLinearModel
+from ..templates import HISTORY_ATTRS
 from .base import DocBatch, SparsePipe
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
+NO_TAGS = np.zeros(0, dtype=np.uint64)
+
+
+def input_tags(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
+    """The tag_ hash of every token as the docs come in (what `ptag` atoms
+    read), or an empty array when no template reads it."""
+    if not np.any(model.atom_src == HISTORY_ATTRS["ptag"]):
+        return NO_TAGS
+    parts = [doc.to_array(TAG).astype(np.uint64) for doc in docs if len(doc)]
+    return np.concatenate(parts) if parts else NO_TAGS
 
 
 class SequencePipe(SparsePipe):
@@ -45,10 +57,11 @@ class SequencePipe(SparsePipe):
         margin = -1.0 if self.margin is None else self.margin
         W = model.weights()
         fixed = self._fixed(docs, batch)
+        tags = input_tags(docs, model)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
-                batch.lex_rows, batch.lex, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
+                batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
                 model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, margin,
                 pred, used,
             )
@@ -58,14 +71,34 @@ class SequencePipe(SparsePipe):
         return pred, batch.doc_off
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
-        batch = DocBatch([eg.predicted for eg in examples], self.lexicon)
+        examples_docs = [eg.predicted for eg in examples]
+        batch = DocBatch(examples_docs, self.lexicon)
         gold = self._gold(examples, batch.n_tokens)
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
-            batch.lex_rows, batch.lex, batch.seg_off, batch.seg_new_doc, gold, model.seeds, model.atom_off,
-            model.atom_src, model.atom_pos, model.tab_off, model.tab, model.tab_count, model.row_tpl,
-            model.n_rows, model.updates, model.min_updates,
-            model.W, model.U, model.G, self.adagrad, self.cfg["learn_rate"], model.steps,
+            batch.lex_rows, batch.lex, input_tags(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
+            model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tables(), model.learner_state(),
+            model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
             self._allowed, self._hist_of, self.cfg["train_margin"], self.objective, pred,
         )
+
+    def _keep_frequent_features(self, examples: List[Example], min_count: int) -> None:
+        model = self._require_model()
+        n_tpl = len(model.templates)
+        counts: List[Dict[int, int]] = [dict() for _ in range(n_tpl)]
+        for i in range(0, len(examples), 256):
+            part = examples[i:i + 256]
+            docs = [eg.predicted for eg in part]
+            batch = DocBatch(docs, self.lexicon)
+            keys = np.zeros((batch.n_tokens, n_tpl), dtype=np.uint64)
+            gold_keys(batch.lex_rows, batch.lex, input_tags(docs, model), batch.seg_off, batch.seg_new_doc,
+                      self._gold(part, batch.n_tokens), model.seeds, model.atom_off, model.atom_src,
+                      model.atom_pos, self._hist_of, keys)
+            for t in range(n_tpl):
+                values, n = np.unique(keys[:, t], return_counts=True)
+                seen = counts[t]
+                for key, c in zip(values.tolist(), n.tolist()):
+                    seen[key] = seen.get(key, 0) + c
+        frequent = [np.array(sorted(k for k, c in seen.items() if c >= min_count), dtype=np.uint64) for seen in counts]
+        model.preset_features(frequent)

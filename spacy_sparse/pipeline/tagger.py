@@ -42,6 +42,7 @@ def make_sparse_tagger(
     learner: str,
     learn_rate: float,
     min_updates: int,
+    min_count: int,
     n_threads: int,
     scorer: Optional[Callable],
 ) -> "SparseTagger":
@@ -64,13 +65,17 @@ def make_sparse_tagger(
     min_updates (int): min-update pruning (Goldberg & Elhadad): a feature
         counts in scores, and is saved, only once it took part in this many
         updates (1: every feature).
+    min_count (int): rare-feature pruning, min-update's baseline: only
+        features seen this often in the gold decisions of the training
+        data are ever learned (1: every feature).
     n_threads (int): threads that label one batch together (the kernels
         release the GIL); results are the same for any number.
     scorer (Optional[Callable]): the scoring method.
     """
     return SparseTagger(
         nlp.vocab, name, templates=templates, annotate=annotate, margin=margin,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, n_threads=n_threads, scorer=scorer,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
     )
 
 
