@@ -208,12 +208,12 @@ def cmd_convert_conll(args: argparse.Namespace) -> int:
     and keeps -DOCSTART- as a sentence.)"""
     from spacy.tokens import DocBin
 
-    from .readers import conll_ner_docs, uner_docs
+    from .readers import chunk_docs, conll_ner_docs, uner_docs
 
     vocab = __import__("spacy").blank("en").vocab
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    read = uner_docs if args.uner else conll_ner_docs
+    read = uner_docs if args.uner else chunk_docs if args.chunks else conll_ner_docs
     docs = list(read(vocab, Path(args.input)))
     DocBin(docs=docs, store_user_data=False).to_disk(out)
     msg.good(f"{args.input} -> {out}: {len(docs)} docs, {sum(len(d) for d in docs):,} tokens, "
@@ -448,11 +448,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--max-epochs", type=int, default=0, help="override the config's max_epochs (0: keep)")
     p.set_defaults(func=cmd_jackknife)
 
-    p = sub.add_parser("convert-conll", help="CoNLL-2003 NER file -> .spacy, one doc per article")
+    p = sub.add_parser("convert-conll", help="CoNLL-2003 NER (or --uner, --chunks) file -> .spacy")
     p.add_argument("input")
     p.add_argument("output")
     p.add_argument("--uner", action="store_true",
                    help="Universal NER format (index token tag ...); OTH and B-O tags become O")
+    p.add_argument("--chunks", action="store_true",
+                   help="CoNLL-2000 chunking (token POS chunk): one doc per sentence, POS as tag_, chunks as ents")
     p.set_defaults(func=cmd_convert_conll)
 
     p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")

@@ -7,7 +7,7 @@ edges it never sees at inference on whole docs. This reader yields one
 example per stored doc, with the gold tokens as the predicted doc's tokens.
 """
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence, Union
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from spacy.language import Language
 from spacy.attrs import TAG
@@ -64,39 +64,44 @@ def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False,
 
 
 def iob_docs(vocab, path: Path, *, token_col: int, tag_col: int, doc_break: Callable[[str], bool],
-             map_tag: Callable[[str], str] = lambda t: t) -> Iterator[Doc]:
+             map_tag: Callable[[str], str] = lambda t: t, pos_col: Optional[int] = None,
+             doc_per_sentence: bool = False, comments: bool = True) -> Iterator[Doc]:
     """Docs with sentence starts and entities from a token-per-line file with
     an IOB1/IOB2 tag column: blank lines end sentences, lines for which
-    `doc_break` is true end docs, other lines starting with "#" are
-    comments. A line without the columns is a malformed file."""
+    `doc_break` is true end docs (with `doc_per_sentence`, every sentence is
+    a doc), other lines starting with "#" are comments
+    (unless `comments` is False: "#" is a word in the WSJ); `pos_col` fills
+    tag_. A line without the columns is a malformed file."""
     from spacy.training.iob_utils import biluo_to_iob, iob_to_biluo
 
     def build(sents):
-        words = [w for sent in sents for w, _ in sent]
+        words = [w[0] for sent in sents for w, _ in sent]
         if not words:
             return None
         tags = biluo_to_iob(iob_to_biluo([t for sent in sents for _, t in sent]))  # IOB1 or IOB2 -> IOB2
         starts = [i == 0 for sent in sents for i in range(len(sent))]
-        return Doc(vocab, words=words, sent_starts=starts, ents=tags)
+        pos = [w[1] for sent in sents for w, _ in sent] if pos_col is not None else None
+        return Doc(vocab, words=words, sent_starts=starts, ents=tags, tags=pos)
 
     sents, sent = [], []
     with Path(path).open(encoding="utf8") as f:
         for number, line in enumerate(f, start=1):
             stripped = line.strip()
-            if not stripped or doc_break(stripped) or stripped.startswith("#"):
+            if not stripped or doc_break(stripped) or (comments and stripped.startswith("#")):
                 if sent:
                     sents.append(sent)
                     sent = []
-                if stripped and doc_break(stripped):
+                if (stripped and doc_break(stripped)) or (doc_per_sentence and sents):
                     doc = build(sents)
                     if doc is not None:
                         yield doc
                     sents = []
                 continue
             parts = line.rstrip("\n").split("\t") if "\t" in line else line.split()
-            if len(parts) <= max(token_col, tag_col):
+            if len(parts) <= max(token_col, tag_col, pos_col or 0):
                 raise ValueError(f"{path}, line {number}: expected a token and a tag, got {stripped!r}")
-            sent.append((parts[token_col], map_tag(parts[tag_col])))
+            pos = parts[pos_col] if pos_col is not None else ""
+            sent.append(((parts[token_col], pos), map_tag(parts[tag_col])))
     if sent:
         sents.append(sent)
     doc = build(sents)
@@ -107,6 +112,15 @@ def iob_docs(vocab, path: Path, *, token_col: int, tag_col: int, doc_break: Call
 def conll_ner_docs(vocab, path: Path) -> Iterator[Doc]:
     """CoNLL-2003 (token POS chunk tag): one doc per -DOCSTART- article."""
     return iob_docs(vocab, path, token_col=0, tag_col=-1, doc_break=lambda line: line.startswith("-DOCSTART-"))
+
+
+def chunk_docs(vocab, path: Path) -> Iterator[Doc]:
+    """CoNLL-2000 chunking (token POS chunk): one doc per sentence (the data
+    has no documents), the POS column as tag_, the chunks as doc.ents, so a
+    `sparse_ner` with `ptag` templates is a chunker and its entity F1 is
+    conlleval's chunk F1 (exact spans)."""
+    return iob_docs(vocab, path, token_col=0, tag_col=2, pos_col=1, doc_break=lambda line: False,
+                    doc_per_sentence=True, comments=False)
 
 
 def uner_docs(vocab, path: Path, drop_types: Sequence[str] = ("OTH", "O")) -> Iterator[Doc]:

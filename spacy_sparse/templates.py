@@ -31,13 +31,15 @@ from spacy.util import registry
 # the word's ambiguity class: the set of labels its lowercase form took in
 # the training data (frequent words only), kept in the model file. Read at
 # positions to the right it gives a left-to-right model a view of what comes
-# next.
+# next. "cshape" is Collins' (2002) word shape: character classes (A, a, 0,
+# the character itself for others) with runs collapsed, "Confidence" -> "Aa",
+# "2,664,098" -> "0,0,0".
 LEX_ATTRS: Tuple[str, ...] = (
     "orth", "lower", "norm", "shape",
     "pre1", "pre2", "pre3", "pre4",
     "suf1", "suf2", "suf3", "suf4",
     "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct",
-    "amb",
+    "amb", "cshape",
 )
 LEX_COLUMN = {name: i for i, name in enumerate(LEX_ATTRS)}
 
@@ -47,7 +49,10 @@ LEX_COLUMN = {name: i for i, name in enumerate(LEX_ATTRS)}
 # label last predicted for the same lowercase word earlier in the same doc
 # (for entity moves, its entity type), read at the current or an earlier
 # position.
-HISTORY_ATTRS = {"tag": -1, "hist": -2}
+# "ptag" reads the token's tag_ as it was before this component ran: set by
+# an earlier tagger, or given with the input (CoNLL-2000 chunking provides
+# POS tags), at any offset.
+HISTORY_ATTRS = {"tag": -1, "hist": -2, "ptag": -3}
 
 # Parser state slots (Zhang & Nivre 2011, for the arc-hybrid system): stack
 # items S0-S2 (S0 on top), buffer items B0-B3, and dependents already
@@ -321,6 +326,37 @@ NER_TEMPLATES: Tuple[str, ...] = (
 def ner_templates_v1() -> List[str]:
     """The default entity template set, in its cheap default order."""
     return list(NER_TEMPLATES)
+
+
+def ngram_templates(attr: str, window: int, max_n: int) -> List[str]:
+    """Every n-gram (n <= max_n) of `attr` inside offsets -window..window,
+    short ones and those near the word first."""
+    out = []
+    for n in range(1, max_n + 1):
+        starts = range(-window, window - n + 2)
+        for start in sorted(starts, key=lambda a: (abs(2 * a + n - 1), a)):
+            out.append("+".join(f"{attr}@{start + k}" for k in range(n)))
+    return out
+
+
+@registry.misc("spacy_sparse.chunk_templates.v1")
+def chunk_templates_v1(pos_window: int = 5, pos_n: int = 5, word_window: int = 3, word_n: int = 3,
+                       shape_window: int = 2, shape_n: int = 2, label_bigram: bool = True) -> List[str]:
+    """The chunking templates of Martins et al. (2011, §5): POS n-grams up to
+    pos_n in a window of +-pos_window, word n-grams up to word_n in
+    +-word_window, Collins shape n-grams up to shape_n in +-shape_window,
+    and a label bigram (the previous label). POS is the input tag (`ptag`).
+    With the defaults the description gives 72 input templates + 1 (the
+    paper counts 96 without listing them)."""
+    for name, value in (("pos_window", pos_window), ("pos_n", pos_n), ("word_window", word_window),
+                        ("word_n", word_n), ("shape_window", shape_window), ("shape_n", shape_n)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    out = (ngram_templates("ptag", pos_window, pos_n) + ngram_templates("lower", word_window, word_n)
+           + ngram_templates("cshape", shape_window, shape_n))
+    if label_bigram:
+        out.append("tag@-1")
+    return out
 
 
 @registry.misc("spacy_sparse.template_list.v1")
