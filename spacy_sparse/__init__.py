@@ -1,7 +1,7 @@
 """spacy-sparse: sparse linear spaCy components with dynamic feature selection."""
 from pathlib import Path
 
-from . import readers, templates  # noqa: F401  (registers readers and template sets)
+from . import callbacks, readers, templates  # noqa: F401  (registers callbacks, readers and template sets)
 from .model import SparseLinearModel
 from .pipeline import SparseTagger
 

@@ -1,0 +1,210 @@
+"""DC-ADMM (Suzuki & Nagata 2013): weights restricted to a small set
+S = {+-(eta * kappa^x + delta) : 0 <= x < zeta} U {0}, learned by ADMM.
+
+One ADMM iteration per training epoch:
+- w-step: the epoch itself, the component's own learner with the biased L2
+  term rho/2 |w - (u - alpha)|^2, applied lazily per feature by the kernels
+  (model.target, model.pull; kernels/scoring.py catch_up);
+- u-step (Fig. 2): soft-threshold b' = rho/(lambda2 + rho) (w + alpha) by
+  lambda1' = lambda1/(lambda2 + rho), then the nearest value of S;
+- alpha += xi (w - u); stop when both residuals are below their epsilons.
+The model predicts with and saves u (model.fixed) while ADMM runs.
+
+QT, the baseline: the u-step alone (alpha = 0) on a trained float model.
+"""
+from dataclasses import dataclass
+from typing import Dict, Optional, Union
+
+import numpy as np
+
+from ..model import SparseLinearModel
+
+
+def value_set(eta: float, delta: float, kappa: float, zeta: int) -> np.ndarray:
+    """S, sorted: 0 and +-(eta * kappa^x + delta) for x < zeta."""
+    pos = eta * kappa ** np.arange(zeta, dtype=np.float64) + delta
+    return np.concatenate([-pos[::-1], [0.0], pos]).astype(np.float32)
+
+
+def nearest_in_set(x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each entry of x replaced by the nearest value of the sorted `values`
+    (ties go to the smaller magnitude)."""
+    x = np.asarray(x, dtype=np.float32)
+    hi = np.searchsorted(values, x).clip(1, len(values) - 1)
+    lo = hi - 1
+    lo_v, hi_v = values[lo], values[hi]
+    d_lo, d_hi = np.abs(x - lo_v), np.abs(hi_v - x)
+    take_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (np.abs(hi_v) < np.abs(lo_v)))
+    return np.where(take_hi, hi_v, lo_v).astype(np.float32)
+
+
+def u_step(w: np.ndarray, alpha: np.ndarray, values: np.ndarray, rho: float = 1.0,
+           lambda1: float = 0.0, lambda2: float = 0.0) -> np.ndarray:
+    """The exact u-update (Suzuki & Nagata Fig. 2)."""
+    b = (rho / (lambda2 + rho)) * (w.astype(np.float64) + alpha)
+    lam = lambda1 / (lambda2 + rho)
+    soft = np.sign(b) * np.maximum(0.0, np.abs(b) - lam)
+    return nearest_in_set(soft, values)
+
+
+def auto_eta(w: np.ndarray, kappa: float, zeta: int, sample: int = 200_000, seed: int = 0) -> float:
+    """The scale eta of S (delta = eta / 2) that quantizes the nonzero
+    weights with the least squared error, by a search over a grid (the
+    paper tunes eta per zeta on dev data; this picks it from the weights)."""
+    nz = np.abs(w[w != 0]).astype(np.float64)
+    if nz.size == 0:
+        return 1.0
+    if nz.size > sample:
+        nz = np.random.default_rng(seed).choice(nz, sample, replace=False)
+    top = (kappa ** (zeta - 1) + 0.5)
+    grid = np.quantile(nz, np.linspace(0.5, 0.999, 40)) / top
+    grid = np.unique(grid[grid > 0])
+    best, best_err = float(grid[0]) if grid.size else 1.0, np.inf
+    for eta in grid:
+        values = value_set(float(eta), float(eta) / 2, kappa, zeta)
+        err = float(np.sum((nearest_in_set(nz, values) - nz) ** 2))
+        if err < best_err:
+            best, best_err = float(eta), err
+    return best
+
+
+@dataclass
+class AdmmSettings:
+    """zeta: values per sign (|S| = 2 zeta + 1); kappa, eta ("auto": fit to
+    the weights at the first u-step), delta (None: eta / 2): the shape of S;
+    rho, xi, lambda1, lambda2, eps_primal, eps_dual: as in the paper (its
+    defaults); step: the w-step's step size for the L2 pull, per decision
+    (the pull per decision is 1 - step * rho); start_epoch: the first epoch
+    run as a w-step (after a sparseptron's selection when both run)."""
+
+    zeta: int = 4
+    kappa: float = 4.0
+    eta: Union[float, str] = "auto"
+    delta: Optional[float] = None
+    rho: float = 1.0
+    xi: float = 1.0
+    lambda1: float = 0.0
+    lambda2: float = 0.0
+    eps_primal: float = 1e-4
+    eps_dual: float = 1e-4
+    step: float = 5e-6
+    start_epoch: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.zeta, bool) or not isinstance(self.zeta, int) or not 1 <= self.zeta <= 127:
+            raise ValueError(f"dc_admm.zeta must be a whole number in 1..127, got {self.zeta!r}")
+        if self.eta != "auto" and not _positive(self.eta):
+            raise ValueError(f"dc_admm.eta must be 'auto' or a positive number, got {self.eta!r}")
+        for name in ("kappa", "rho", "xi", "step"):
+            if not _positive(getattr(self, name)):
+                raise ValueError(f"dc_admm.{name} must be a positive number, got {getattr(self, name)!r}")
+        for name in ("lambda1", "lambda2", "eps_primal", "eps_dual"):
+            value = getattr(self, name)
+            if not _positive(value) and value != 0:
+                raise ValueError(f"dc_admm.{name} must be a number >= 0, got {value!r}")
+        if self.delta is not None and not (_positive(self.delta) or self.delta == 0):
+            raise ValueError(f"dc_admm.delta must be null or a number >= 0, got {self.delta!r}")
+        if self.step * self.rho >= 1:
+            raise ValueError("dc_admm.step * rho must be below 1")
+        if isinstance(self.start_epoch, bool) or not isinstance(self.start_epoch, int) or self.start_epoch < 0:
+            raise ValueError(f"dc_admm.start_epoch must be a whole number >= 0, got {self.start_epoch!r}")
+
+    def values(self, w: np.ndarray) -> np.ndarray:
+        eta = auto_eta(w, self.kappa, self.zeta) if self.eta == "auto" else float(self.eta)
+        delta = eta / 2 if self.delta is None else float(self.delta)
+        return value_set(eta, delta, self.kappa, self.zeta)
+
+
+def _positive(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value) and value > 0
+
+
+def quantize(model: SparseLinearModel, settings: AdmmSettings) -> Dict[str, float]:
+    """QT: the u-step alone on the model's float weights; the model then
+    predicts with and saves the quantized weights."""
+    w = model.float_average()
+    values = settings.values(w)
+    model.fixed = u_step(w, np.zeros_like(w), values, settings.rho, settings.lambda1, settings.lambda2)
+    model.changed()
+    return {"distinct_weights": int(np.unique(model.fixed[model.fixed != 0]).size)}
+
+
+class DcAdmm:
+    """ADMM state for one model: alpha, u and S, kept across epochs."""
+
+    def __init__(self, settings: AdmmSettings):
+        self.settings = settings
+        self.values: Optional[np.ndarray] = None
+        self.alpha = np.zeros((0, 0), dtype=np.float32)
+        self.u = np.zeros((0, 0), dtype=np.float32)
+        self.iterations = 0
+        self.converged = False
+
+    def begin(self, model: SparseLinearModel) -> None:
+        """Start the first w-step: switch on the lazy pull (toward 0, as
+        u = alpha = 0) from this decision on."""
+        model.pull = 1.0 - self.settings.step * self.settings.rho
+        model._ensure_dense()
+        model.target = np.zeros_like(model.W)
+        model.stamp = np.full(model.W.shape[0], model.steps[0], dtype=np.float64)
+
+    def iterate(self, model: SparseLinearModel) -> Dict[str, float]:
+        """End a w-step: u-step, alpha-step, residuals; the next epoch is the
+        next w-step, pulled toward the new u - alpha."""
+        s = self.settings
+        _catch_up_all(model)
+        n = int(model.n_rows[0])
+        w = model.float_average()
+        if self.values is None:
+            self.values = s.values(w)
+        alpha, u_old = _resize(self.alpha, w.shape), _resize(self.u, w.shape)
+        u = u_step(w, alpha, self.values, s.rho, s.lambda1, s.lambda2)
+        alpha += s.xi * (w - u)
+        primal = float(np.mean((w - u) ** 2)) if w.size else 0.0
+        dual = float(np.mean((u - u_old) ** 2)) if w.size else 0.0
+        self.alpha, self.u = alpha, u
+        self.iterations += 1
+        self.converged = primal < s.eps_primal and dual < s.eps_dual
+        model.target = np.zeros_like(model.W)
+        model.target[:n] = u - alpha
+        model.fixed = u
+        _restart_average(model)
+        model.changed()
+        return {"admm_iter": self.iterations, "primal": primal, "dual": dual, "converged": self.converged,
+                "distinct_weights": int(np.unique(u[u != 0]).size)}
+
+
+def _resize(arr: np.ndarray, shape) -> np.ndarray:
+    """Rows made since the last iteration start with u = alpha = 0."""
+    out = np.zeros(shape, dtype=np.float32)
+    r, c = min(arr.shape[0], shape[0]), min(arr.shape[1], shape[1]) if arr.ndim == 2 else 0
+    if r and c:
+        out[:r, :c] = arr[:r, :c]
+    return out
+
+
+def _catch_up_all(model: SparseLinearModel) -> None:
+    """Apply every row's pending pull (the kernels do it when a row is read)."""
+    n = int(model.n_rows[0])
+    if model.pull >= 1.0 or n == 0:
+        return
+    now = model.steps[0]
+    f = (model.pull ** np.maximum(0.0, now - model.stamp[:n]))[:, None]
+    target = model.target[:n]
+    new = target + (model.W[:n] - target) * f.astype(np.float32)
+    model.U[:n] += now * (new - model.W[:n])
+    model.W[:n] = new
+    model.stamp[:n] = now
+
+
+def _restart_average(model: SparseLinearModel) -> None:
+    """Each w-step's output is the average over that step's pass only."""
+    n = int(model.n_rows[0])
+    if model.steps[0] > 0:
+        model.W[:n] = model.W[:n] - (model.U[:n] / model.steps[0]).astype(np.float32)
+    model.U[:n] = 0.0
+    # averaging restarts, but the decision counter (the lazy pull's clock)
+    # goes on: keep `steps` and shift the stamps instead would be wrong, so
+    # both restart together
+    model.stamp[:] = 0.0
+    model.steps[0] = 0.0

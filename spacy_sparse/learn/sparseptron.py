@@ -1,0 +1,153 @@
+"""Sparseptron (Martins et al. 2011, Alg. 1): template selection by online
+proximal gradient with a group lasso, one group per template.
+
+The learner itself is the component's own (prefix hinge or perceptron
+updates); this module adds the proximal steps. Every `every` instances, if
+more than `budget` groups are nonzero, the gravity is set between the
+budget-th and the next group's weighted norm (budget-driven shrinkage) and
+the group-lasso prox (Eq. 14) scales every group, zeroing all but `budget`
+of them. Weights are kept as w_m = c_m * v_m with |v_m|^2 maintained by the
+learner (model.scale, model.norm2), so a prox step changes one number per
+template; a zeroed group's features are deleted (their memory freed) and may
+grow back from later gradients, as in the paper.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..model import SparseLinearModel
+
+# below this a template scale is folded into its weights, so v = w / c
+# stays in a sane range
+MIN_SCALE = 1e-3
+
+
+def soft_threshold(w: np.ndarray, tau: float) -> np.ndarray:
+    """The lasso prox (Eq. 13): sign(w) * max(0, |w| - tau)."""
+    return np.sign(w) * np.maximum(0.0, np.abs(w) - tau)
+
+
+def group_prox_factor(norms: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """The group-lasso prox (Eq. 14) as a factor per group: w_m becomes
+    w_m * max(0, 1 - tau_m / |w_m|) (0 for an all-zero group)."""
+    norms = np.asarray(norms, dtype=np.float64)
+    safe = np.where(norms > 0, norms, 1.0)
+    return np.where(norms > 0, np.maximum(0.0, 1.0 - np.asarray(tau, dtype=np.float64) / safe), 0.0)
+
+
+def group_lasso_prox(w: np.ndarray, groups: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Eq. 14 on a flat vector whose entries belong to `groups` (ids)."""
+    norms = np.sqrt(np.bincount(groups, weights=w.astype(np.float64) ** 2, minlength=len(tau)))
+    return w * group_prox_factor(norms, tau)[groups]
+
+
+def budget_gravity(norms: np.ndarray, d: np.ndarray, budget: int) -> float:
+    """The gravity (lambda * step) that leaves `budget` groups: the mean of
+    the budget-th and next largest |w_m| / d_m (0 when at most `budget`
+    groups are nonzero)."""
+    ratio = np.asarray(norms, dtype=np.float64) / np.asarray(d, dtype=np.float64)
+    nonzero = np.sort(ratio[ratio > 0])[::-1]
+    if nonzero.size <= budget:
+        return 0.0
+    if budget == 0:
+        return float(nonzero[0]) * 1.0000001
+    return float(0.5 * (nonzero[budget - 1] + nonzero[budget]))
+
+
+def group_weights(sizes: np.ndarray, kind: str) -> np.ndarray:
+    """d_m per group: log2 of its number of features (Martins' choice: the
+    bits a feature of the group costs) or 1 ("uniform")."""
+    if kind == "uniform":
+        return np.ones(len(sizes))
+    return np.log2(np.maximum(np.asarray(sizes, dtype=np.float64), 2.0))
+
+
+def coarse_groups(template_names: List[str]) -> np.ndarray:
+    """Coarse group id per template: templates over the same attributes
+    (e.g. every POS n-gram) form one coarse group (Martins et al. §3.1)."""
+    keys: Dict[str, int] = {}
+    out = []
+    for name in template_names:
+        attrs = "+".join(sorted({atom.split("@")[0] for atom in name.split("+")}))
+        out.append(keys.setdefault(attrs, len(keys)))
+    return np.array(out, dtype=np.int64)
+
+
+@dataclass
+class SparseptronSettings:
+    """budget: groups (templates) kept; every: instances between prox steps;
+    epochs: epochs of selection before the debiasing refit; group_weight:
+    "log2" or "uniform"; coarse_to_fine: also shrink coarse groups of
+    templates over the same attributes, as a second prox layer."""
+
+    budget: int = 30
+    every: int = 1000
+    epochs: int = 3
+    group_weight: str = "log2"
+    coarse_to_fine: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("budget", "every", "epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "budget" else 1):
+                raise ValueError(f"sparseptron.{name} must be a whole number >= {0 if name == 'budget' else 1}, got {value!r}")
+        if self.group_weight not in ("log2", "uniform"):
+            raise ValueError(f"sparseptron.group_weight must be 'log2' or 'uniform', got {self.group_weight!r}")
+        if not isinstance(self.coarse_to_fine, bool):
+            raise ValueError("sparseptron.coarse_to_fine must be true or false")
+
+
+def template_norms(model: SparseLinearModel) -> np.ndarray:
+    """|w_m| per template, from the kept |v_m|^2 and scales: O(#templates)."""
+    return model.scale.astype(np.float64) * np.sqrt(np.maximum(model.norm2, 0.0))
+
+
+def prox_step(model: SparseLinearModel, settings: SparseptronSettings) -> Dict[str, float]:
+    """One budget-driven group-lasso step on the model; returns what it did."""
+    norms = template_norms(model)
+    d = group_weights(model.tab_count, settings.group_weight)
+    tau = budget_gravity(norms, d, settings.budget)
+    if tau > 0:
+        factor = group_prox_factor(norms, tau * d)
+        if settings.coarse_to_fine:
+            coarse = coarse_groups(model.template_names)
+            after = norms * factor
+            c_norms = np.sqrt(np.bincount(coarse, weights=after ** 2))
+            c_sizes = np.bincount(coarse, weights=model.tab_count.astype(np.float64))
+            c_factor = group_prox_factor(c_norms, tau * group_weights(c_sizes, settings.group_weight))
+            factor = factor * c_factor[coarse]
+        model.scale *= factor.astype(np.float32)
+        dead = (factor == 0) & (model.tab_count > 0)
+        if dead.any():
+            model.drop_templates(dead)
+        small = (model.scale > 0) & (model.scale < MIN_SCALE)
+        if small.any():
+            model.fold_scale()
+        model.changed()
+    alive = int(np.count_nonzero(template_norms(model) > 0))
+    return {"gravity": tau, "templates_alive": alive, "features": int(model.n_rows[0])}
+
+
+def survivors(model: SparseLinearModel) -> List[str]:
+    """Names of the templates with a nonzero group, in model order."""
+    norms = template_norms(model)
+    return [name for name, n in zip(model.template_names, norms) if n > 0]
+
+
+def start_selection(model: SparseLinearModel) -> None:
+    """Switch a fresh model to the sparseptron's representation."""
+    model.selecting = True
+    model.changed()
+
+
+def debias_templates(model: SparseLinearModel, settings: Optional[SparseptronSettings] = None) -> List[str]:
+    """End selection with one last prox step, so at most `budget` groups
+    survive, and return them (the refit trains these from scratch)."""
+    if settings is not None:
+        prox_step(model, settings)
+    chosen = survivors(model)
+    model.selecting = False
+    model.fold_scale()
+    model.changed()
+    return chosen
