@@ -34,7 +34,7 @@ from spacy.util import registry
 from wasabi import msg
 
 from .learn.admm import AdmmSettings, DcAdmm
-from .learn.sparseptron import SparseptronSettings, debias_templates, prox_step, start_selection
+from .learn.sparseptron import SparseptronSettings, debias_templates, prox_step, start_selection, survivors
 from .pipeline.base import SparsePipe, check_min_updates
 
 
@@ -82,11 +82,22 @@ class SparsityCallback:
             if epoch != st["epoch"]:
                 self.new_epoch(pipe, st, epoch)
                 st["epoch"] = epoch
+                self.record(nlp, pipe, st, epoch)
             if st["phase"] == "select":
                 model = pipe.sparse
                 if model.instances - st["last_prox"] >= self.sparseptron.every:
                     st["last_prox"] = model.instances
-                    st["last_report"] = prox_step(model, self.sparseptron)
+                    prox_step(model, self.sparseptron)
+
+    def record(self, nlp: Language, pipe: SparsePipe, st: Dict[str, Any], epoch: int) -> None:
+        """One row per component and epoch in nlp.meta["sparsity"] (saved in
+        meta.json with every checkpoint): the phase, templates alive,
+        features made, the learner's memory, ADMM's residuals."""
+        model = pipe.sparse
+        row = {"epoch": epoch, "phase": st["phase"], "templates_alive": len(survivors(model)),
+               "features": int(model.n_rows[0]), "training_bytes": model.training_bytes()}
+        row.update(st.get("admm_report", {}))
+        nlp.meta.setdefault("sparsity", {}).setdefault(pipe.name, []).append(row)
 
     def new_epoch(self, pipe: SparsePipe, st: Dict[str, Any], epoch: int) -> None:
         """Phase changes happen at epoch starts."""
@@ -101,9 +112,9 @@ class SparsityCallback:
                 st.update(phase="train", refit_epoch=0)
                 self.start_refit(pipe, st)
         elif st["phase"] == "select":
-            report = st.get("last_report") or {}
-            self.log(f"{pipe.name} epoch {epoch}: sparseptron templates alive {report.get('templates_alive')}, "
-                     f"features {report.get('features')}")
+            alive = len(survivors(pipe.sparse))
+            self.log(f"{pipe.name} epoch {epoch}: sparseptron templates alive {alive}, "
+                     f"features {int(pipe.sparse.n_rows[0])}, memory {pipe.sparse.training_bytes():,} bytes")
             if epoch >= st["refit_epoch"]:
                 chosen = debias_templates(pipe.sparse, sp)
                 pipe.refit(chosen)
@@ -132,6 +143,7 @@ class SparsityCallback:
             self.log(f"{pipe.name}: DC-ADMM starts (zeta {self.dc_admm.zeta}, rho {self.dc_admm.rho})")
             return
         report = admm[1].iterate(pipe.sparse)
+        st["admm_report"] = report
         stats = pipe.sparse.stats()
         self.log(f"{pipe.name} epoch {epoch}: ADMM iteration {report['admm_iter']}, primal {report['primal']:.3g}, "
                  f"dual {report['dual']:.3g}{' (converged)' if report['converged'] else ''}; "

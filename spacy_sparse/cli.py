@@ -1,5 +1,5 @@
 """`python -m spacy_sparse COMMAND`: demo, tag, tag-shards, bench, report, order-templates, convert-ud,
-convert-conll, jackknife, prune, ship-default."""
+convert-conll, jackknife, prune, quantize, sparsity-bench, ship-default."""
 import argparse
 import sys
 import time
@@ -71,6 +71,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             stats.pop("features_per_template")
         stats["margin"] = pipe.margin
         stats["mode"] = pipe.cfg["mode"]
+        stats["bytes_per_part"] = pipe._require_model().part_bytes()
         report[name] = stats
     if not report:
         msg.fail(f"{args.model} has no spacy-sparse component", exits=1)
@@ -79,8 +80,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     for name, stats in report.items():
         msg.divider(name)
-        rows = [(k, v) for k, v in stats.items() if k != "features_per_template"]
+        rows = [(k, v) for k, v in stats.items() if k not in ("features_per_template", "bytes_per_part")]
         msg.table(rows)
+        msg.text("bytes per part of the saved model:")
+        for part, n in stats["bytes_per_part"].items():
+            msg.text(f"  {n:>11,}  {part}")
         for tpl, n in stats.get("features_per_template", {}).items():
             msg.text(f"  {n:>9,}  {tpl}")
     return 0
@@ -166,27 +170,50 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_prune(args: argparse.Namespace) -> int:
-    """Drop small averaged weights of every sparse component and save."""
+def rewrite_components(args: argparse.Namespace, change) -> int:
+    """Load args.model, apply `change(model)` (returns a note) to every
+    sparse component (or args.component), log sizes, save to args.output."""
     import spacy
 
     from .bench import sparse_components
 
     nlp = spacy.load(args.model)
-    found = sparse_components(nlp)
+    found = [(n, p) for n, p in sparse_components(nlp) if not args.component or n == args.component]
     if not found:
-        msg.fail(f"{args.model} has no spacy-sparse component", exits=1)
+        msg.fail(f"{args.model} has no spacy-sparse component{' named ' + args.component if args.component else ''}",
+                 exits=1)
     for name, pipe in found:
-        if args.component and name != args.component:
-            continue
         model = pipe._require_model()
         before = model.stats()
-        dropped = model.prune_weights(args.min_weight)
+        note = change(model)
         after = model.stats()
-        msg.info(f"{name}: dropped {dropped:,} weights; features {before['nonzero_features']:,} -> "
-                 f"{after['nonzero_features']:,}, {before['bytes'] / 1e6:.1f} -> {after['bytes'] / 1e6:.1f} MB")
+        msg.info(f"{name}: {note}; nonzero features {before['nonzero_features']:,} -> {after['nonzero_features']:,}, "
+                 f"distinct weights {after['distinct_weights']:,}, {before['bytes'] / 1e6:.2f} -> "
+                 f"{after['bytes'] / 1e6:.2f} MB")
     nlp.to_disk(args.output)
     msg.good(f"Saved {args.output}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Drop small averaged weights of every sparse component and save."""
+    return rewrite_components(args, lambda model: f"dropped {model.prune_weights(args.min_weight):,} weights")
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    """QT (Suzuki & Nagata's baseline): round a trained model's weights to
+    the nearest value of S and save it as a grouped-weight file."""
+    from .learn.admm import AdmmSettings, quantize
+
+    settings = AdmmSettings(zeta=args.zeta, kappa=args.kappa, eta="auto" if args.eta is None else args.eta)
+    return rewrite_components(args, lambda model: f"quantized to {quantize(model, settings)['distinct_weights']} values")
+
+
+def cmd_sparsity_bench(args: argparse.Namespace) -> int:
+    from .bench_sparsity import run_table
+
+    run_table(args.table, Path(args.corpus), Path(args.output))
+    msg.good(f"Wrote {Path(args.output) / (args.table + '.json')}")
     return 0
 
 
@@ -438,6 +465,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--min-weight", type=float, required=True, help="drop weights with |w| below this")
     p.add_argument("--component", help="only this sparse component (default: all)")
     p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("quantize", help="QT: round trained weights to a set of 2*zeta+1 values, save grouped")
+    p.add_argument("model")
+    p.add_argument("output")
+    p.add_argument("--zeta", type=int, default=4, help="values per sign")
+    p.add_argument("--kappa", type=float, default=4.0, help="ratio between successive values")
+    p.add_argument("--eta", type=float, default=None, help="smallest magnitude (default: fit to the weights)")
+    p.add_argument("--component", help="only this sparse component (default: all)")
+    p.set_defaults(func=cmd_quantize)
+
+    p = sub.add_parser("sparsity-bench", help="the sparsity papers' tables on our data (trains every variant)")
+    p.add_argument("table", choices=["goldberg", "martins", "suzuki", "composed"])
+    p.add_argument("corpus", help="directory with train/test(.dev).spacy: corpus/chunk or corpus/ewt")
+    p.add_argument("output", help="directory for the trained variants and <table>.json")
+    p.set_defaults(func=cmd_sparsity_bench)
 
     p = sub.add_parser("jackknife", help="tag the training data with k taggers that never saw their fold (for parser training)")
     p.add_argument("config", help="tagger training config, e.g. configs/tagger.cfg")

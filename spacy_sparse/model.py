@@ -26,7 +26,11 @@ from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
 from .templates import Template, compile_templates, parse_templates
 
 FORMAT_NAME = "spacy-sparse-linear"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# version 1 files (float weights only) still load
+READ_VERSIONS = (1, 2)
+# most distinct weights a grouped file holds (codes fit in one byte)
+MAX_CODEBOOK = 256
 
 
 class SparseLinearModel:
@@ -79,7 +83,7 @@ class SparseLinearModel:
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
         self._packed: Optional[Tuple[np.ndarray, np.ndarray]] = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         # ambiguity classes: hash of a lowercase form -> hash of its class
         self.lex_classes: Dict[int, int] = {}
 
@@ -241,8 +245,11 @@ class SparseLinearModel:
 
     # ---- weights -----------------------------------------------------------
     def changed(self) -> None:
-        """Call after training touched W/U: drops the cached averages."""
-        self._compact = None
+        """Call after training touched W/U: drops the cached averages. With
+        no training layout yet, the compressed weights are the only copy and
+        stay."""
+        if self.W is not None:
+            self._compact = None
         self._dense = None
         self._packed = None
 
@@ -261,7 +268,10 @@ class SparseLinearModel:
         return dense
 
     def float_average(self) -> np.ndarray:
-        """The learner's averaged weights, whatever the model predicts with."""
+        """The learner's averaged weights, whatever the model predicts with
+        (a loaded model gets its training layout first, which then holds
+        the float weights whatever `fixed` becomes)."""
+        self._ensure_dense()
         fixed, self.fixed = self.fixed, None
         try:
             return self.averaged()
@@ -351,6 +361,14 @@ class SparseLinearModel:
         return int(small.sum())
 
     # ---- statistics ----------------------------------------------------------
+    def training_bytes(self) -> int:
+        """Memory the learner's per-feature arrays use for the features made
+        so far (hash tables included; spare capacity not counted)."""
+        n = int(self.n_rows[0])
+        per_row = sum(a[0:1].nbytes for a in (self.W, self.U, self.G, self.target, self.stamp)
+                      if a is not None and a.shape[0] >= n and a.shape[0] > 1)
+        return int(self.tab.nbytes + n * (per_row + self.updates.itemsize + self.row_tpl.itemsize))
+
     def stats(self) -> Dict[str, Any]:
         ptr, lab, val = self.compact()
         n = int(self.n_rows[0])
@@ -370,31 +388,54 @@ class SparseLinearModel:
         }
 
     # ---- serialization ---------------------------------------------------------
-    def to_dict(self) -> Dict[str, Any]:
-        """Averaged weights, nonzero rows only, each row as (label, value) pairs."""
+    def to_dict(self, grouped: Optional[bool] = None) -> Dict[str, Any]:
+        """The saved form: nonzero rows only, grouped by template, each row
+        as (label, value) pairs. Weights from a small set (DC-ADMM's, QT's)
+        are written grouped: a codebook of the distinct values and one small
+        code per weight, label and code packed into one integer; identical
+        rows are stored once when that is smaller; templates left without
+        features are dropped. grouped=None decides by the number of
+        distinct values (at most MAX_CODEBOOK)."""
         ptr, lab, val = self.compact()
         keys_of_row = self.keys_of_rows()
         row_len = np.diff(ptr)
-        # nonzero rows only, grouped by template (stable: row order within)
         keep = np.flatnonzero(row_len > 0)
         keep = keep[np.argsort(self.row_tpl[keep], kind="stable")]
         row_len = row_len[keep]
         take = _gather_ranges(ptr[keep], row_len)
-        label_dtype = np.uint8 if self.n_labels <= 256 else np.uint16
-        return {
+        counts = np.bincount(self.row_tpl[keep], minlength=len(self.templates)).astype(np.int64)
+        values = val[take].astype(np.float32)
+        codebook = np.unique(values)
+        if grouped is None:
+            grouped = codebook.size <= MAX_CODEBOOK
+        elif grouped and codebook.size > MAX_CODEBOOK:
+            raise ValueError(f"{codebook.size} distinct weights: a grouped file holds at most {MAX_CODEBOOK}")
+        templates = self.template_names
+        if grouped:
+            alive = counts > 0
+            templates = [t for t, a in zip(templates, alive) if a]
+            counts = counts[alive]
+        out: Dict[str, Any] = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
-            "templates": self.template_names,
+            "templates": templates,
             "labels": list(self.labels),
             # features are stored grouped by template, in template order
-            "template_features": np.bincount(self.row_tpl[keep], minlength=len(self.templates)).astype(np.int64),
+            "template_features": counts,
             "feature_key": keys_of_row[keep],
-            "row_length": row_len.astype(np.uint8 if self.n_labels < 256 else np.uint16),
-            "row_label": lab[take].astype(label_dtype),
-            "row_value": val[take].astype(np.float32),
             "class_keys": np.array(sorted(self.lex_classes), dtype=np.uint64),
             "class_values": np.array([self.lex_classes[k] for k in sorted(self.lex_classes)], dtype=np.uint64),
         }
+        if not grouped:
+            label_dtype = np.uint8 if self.n_labels <= 256 else np.uint16
+            out.update(weights="float", row_length=row_len.astype(_len_dtype(self.n_labels)),
+                       row_label=lab[take].astype(label_dtype), row_value=values)
+            return out
+        n_codes = max(1, codebook.size)
+        entries = lab[take].astype(np.int64) * n_codes + np.searchsorted(codebook, values)
+        out.update(weights="grouped", codebook=codebook)
+        out.update(_rows_grouped(row_len, entries, self.n_labels * n_codes))
+        return out
 
     @classmethod
     def from_dict(cls, msg: Any) -> "SparseLinearModel":
@@ -404,9 +445,7 @@ class SparseLinearModel:
         n_tpl, n_labels = len(model.templates), len(model.labels)
         counts = _array(msg, "template_features", (np.int64,), 1)
         keys = _array(msg, "feature_key", (np.uint64,), 1)
-        row_len = _array(msg, "row_length", (np.uint8, np.uint16), 1)
-        lab = _array(msg, "row_label", (np.uint8, np.uint16), 1)
-        val = _array(msg, "row_value", (np.float32,), 1)
+        row_len, lab, val = _read_rows(msg, n_labels, keys.shape[0])
         n = keys.shape[0]
         if counts.shape[0] != n_tpl or np.any(counts < 0) or counts.sum() != n:
             raise ValueError("Corrupt model: feature counts per template do not add up")
@@ -437,6 +476,11 @@ class SparseLinearModel:
         model.lex_classes = dict(zip(class_keys.tolist(), class_values.tolist()))
         return model
 
+    def part_bytes(self, grouped: Optional[bool] = None) -> Dict[str, int]:
+        """Bytes of each field of the saved form (msgpack), largest first."""
+        sizes = {k: len(_dumps({k: v})) for k, v in self.to_dict(grouped).items()}
+        return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
     def to_bytes(self) -> bytes:
         return _dumps(self.to_dict())
 
@@ -455,6 +499,76 @@ def _compress(dense: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     ptr = np.zeros(dense.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=ptr[1:])
     return ptr, labels.astype(np.int32), dense[rows, labels].astype(np.float32)
+
+
+def _len_dtype(n_labels: int):
+    return np.uint8 if n_labels < 256 else np.uint16
+
+
+def _index_dtype(top: int):
+    """The smallest unsigned type holding 0..top."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return dt
+    return np.uint64
+
+
+def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> Dict[str, np.ndarray]:
+    """Rows of packed (label, code) entries, identical rows stored once
+    (with an index per feature) when that takes fewer bytes."""
+    entry_dt = _index_dtype(max(0, n_entries - 1))
+    len_dt = _index_dtype(int(row_len.max()) if row_len.size else 0)
+    plain = {"row_length": row_len.astype(len_dt), "row_entry": entries.astype(entry_dt)}
+    if row_len.size < 2:
+        return plain
+    # rows padded to a matrix (n_entries marks the padding) to find repeats
+    width = int(row_len.max())
+    mat = np.full((row_len.size, width), n_entries, dtype=np.int64)
+    mat[np.repeat(np.arange(row_len.size), row_len), _positions_in_rows(row_len)] = entries
+    uniq, index = np.unique(mat, axis=0, return_inverse=True)
+    u_len = (uniq != n_entries).sum(axis=1)
+    merged_bytes = index.size * np.dtype(_index_dtype(uniq.shape[0] - 1)).itemsize + \
+        int(u_len.sum()) * np.dtype(entry_dt).itemsize + u_len.size * np.dtype(len_dt).itemsize
+    plain_bytes = row_len.size * np.dtype(len_dt).itemsize + entries.size * np.dtype(entry_dt).itemsize
+    if merged_bytes >= plain_bytes:
+        return plain
+    return {"row_length": u_len.astype(len_dt), "row_entry": uniq[uniq != n_entries].astype(entry_dt),
+            "feature_row": index.reshape(-1).astype(_index_dtype(uniq.shape[0] - 1))}
+
+
+def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
+    """0, 1, .., len-1 for each row, concatenated."""
+    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+    return np.arange(int(row_len.sum())) - np.repeat(starts, row_len)
+
+
+def _read_rows(msg: Dict[str, Any], n_labels: int, n_features: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row_length, label, value) per feature from either weight layout."""
+    uints = (np.uint8, np.uint16, np.uint32, np.uint64)
+    if msg.get("version") == 1 or msg.get("weights") == "float":
+        return (_array(msg, "row_length", (np.uint8, np.uint16), 1),
+                _array(msg, "row_label", (np.uint8, np.uint16), 1),
+                _array(msg, "row_value", (np.float32,), 1))
+    if msg.get("weights") != "grouped":
+        raise ValueError(f"Corrupt model: unknown weight layout {msg.get('weights')!r}")
+    codebook = _array(msg, "codebook", (np.float32,), 1)
+    row_len = _array(msg, "row_length", uints, 1).astype(np.int64)
+    entries = _array(msg, "row_entry", uints, 1).astype(np.int64)
+    n_codes = max(1, codebook.size)
+    if int(row_len.sum()) != entries.size:
+        raise ValueError("Corrupt model: feature arrays disagree in length")
+    if entries.size and int(entries.max()) >= n_labels * n_codes:
+        raise ValueError("Corrupt model: a weight code is out of range")
+    if "feature_row" in msg:
+        index = _array(msg, "feature_row", uints, 1).astype(np.int64)
+        if index.size != n_features or (index.size and int(index.max()) >= row_len.size):
+            raise ValueError("Corrupt model: feature rows out of range")
+        starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+        per_len = row_len[index]
+        entries = entries[_gather_ranges(starts[index], per_len)]
+        row_len = per_len
+    codes = entries % n_codes
+    return row_len, (entries // n_codes), codebook[codes] if codebook.size else np.zeros(0, np.float32)
 
 
 def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -492,9 +606,9 @@ def _loads(data: bytes) -> Any:
 def _check_format(msg: Any) -> None:
     if not isinstance(msg, dict) or msg.get("format") != FORMAT_NAME:
         raise ValueError(f"Not a spacy-sparse model: expected format {FORMAT_NAME!r}")
-    if msg.get("version") != FORMAT_VERSION:
+    if msg.get("version") not in READ_VERSIONS:
         raise ValueError(
-            f"Unsupported spacy-sparse model version {msg.get('version')!r}; this build reads version {FORMAT_VERSION}"
+            f"Unsupported spacy-sparse model version {msg.get('version')!r}; this build reads versions {READ_VERSIONS}"
         )
     if not isinstance(msg.get("templates"), list) or not all(isinstance(t, str) for t in msg["templates"]):
         raise ValueError("Corrupt model: 'templates' must be a list of strings")

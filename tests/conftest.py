@@ -25,6 +25,16 @@ def read_conllu_slice(path: Path, n_sents: int):
     return list(conllu_to_docs("".join(lines), n_sents=10, no_print=True))
 
 
+def run(*args, cwd=ROOT):
+    """`python -m ARGS`; fails the test with the output's tail if it fails."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
 def to_examples(nlp, refs):
     return [Example(Doc(nlp.vocab, words=[t.text for t in r], spaces=[bool(t.whitespace_) for t in r]), r) for r in refs]
 
@@ -37,6 +47,17 @@ def ewt_refs():
         "train": read_conllu_slice(EWT / "en_ewt-ud-train.conllu", 3000),
         "dev": read_conllu_slice(EWT / "en_ewt-ud-dev.conllu", 600),
     }
+
+
+@pytest.fixture(scope="session")
+def corpus(ewt_refs, tmp_path_factory):
+    """120 EWT training docs and 30 dev docs as .spacy files, for spacy train."""
+    from spacy.tokens import DocBin
+
+    out = tmp_path_factory.mktemp("corpus")
+    DocBin(docs=ewt_refs["train"][:120]).to_disk(out / "train.spacy")
+    DocBin(docs=ewt_refs["dev"][:30]).to_disk(out / "dev.spacy")
+    return out
 
 
 def train_tagger(refs, epochs=3, **config):

@@ -7,21 +7,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from conftest import ROOT
-
-
-def run(*args, cwd=ROOT):
-    proc = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def corpus(ewt_refs, tmp_path_factory):
-    out = tmp_path_factory.mktemp("corpus")
-    DocBin(docs=ewt_refs["train"][:120]).to_disk(out / "train.spacy")
-    DocBin(docs=ewt_refs["dev"][:30]).to_disk(out / "dev.spacy")
-    return out
+from conftest import ROOT, run
 
 
 @pytest.fixture(scope="module")

@@ -330,7 +330,11 @@ class SparsePipe(TrainablePipe):
         if not templates:
             raise ValueError(f"Cannot refit {self.name!r} on no templates")
         self.cfg["templates"] = list(templates)
-        self._build_model(list(model.labels), None, model.lex_classes)
+        self._build_model(self._build_labels(), None, model.lex_classes)
+
+    def _build_labels(self) -> List[str]:
+        """What _build_model takes to remake the current model's labels."""
+        return list(self._require_model().labels)
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         raise NotImplementedError

@@ -129,6 +129,9 @@ class SparseNER(SequencePipe):
         super()._build_model(biluo_moves(types), order, classes)
         self.cfg["labels"] = list(types)
 
+    def _build_labels(self) -> List[str]:
+        return list(self._types)
+
     def _labels_changed(self) -> None:
         moves = list(self.sparse.labels) if self.sparse is not None else biluo_moves(self.cfg["labels"])
         self._types = [m[2:] for m in moves[1::4]]

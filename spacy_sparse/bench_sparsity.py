@@ -1,0 +1,159 @@
+"""The sparsity papers' tables, reproduced in shape on our data.
+
+Each table trains its variants with `spacy train` on our configs (so it
+measures exactly what a user gets), evaluates model-last on the test file,
+and reads sizes from the saved model:
+
+- goldberg: averaged learner vs rare-feature pruning (k = 5, 10) vs
+  min-update (SAP5, SAP10) on CoNLL-2000 chunking;
+- martins: the full model vs sparseptron budgets on CoNLL-2000, plus
+  features made per epoch (the memory curve of their Fig. 2);
+- suzuki: float vs QT vs DC-ADMM at zeta in {1, 2, 4} on EWT tagging;
+- composed: every method on one EWT tagger, with words/s at margin None
+  and at a stop margin.
+
+Rows go to OUTPUT/<table>.json; the printed table is Markdown.
+"""
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import srsly
+from wasabi import msg
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def train(config: Path, out: Path, train_path: Path, dev_path: Path, overrides: Sequence[str] = ()) -> Path:
+    """`spacy train` in a subprocess (a fresh process per variant, as a
+    user runs it); returns model-last. The log goes to out/train.log."""
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(out),
+           "--paths.train", str(train_path), "--paths.dev", str(dev_path), *overrides]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    (out / "train.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(f"spacy train failed for {config} {' '.join(overrides)}; see {out / 'train.log'}")
+    msg.info(f"trained {out.name} in {time.perf_counter() - start:.0f} s")
+    return out / "model-last"
+
+
+def measure(model: Path, test_path: Path, *, tags: bool = False, sents: bool = False,
+            transform: Optional[Callable[[Any], None]] = None) -> Dict[str, Any]:
+    """Accuracy on the test file and the sizes of the (last) sparse
+    component; `transform` changes the loaded pipeline first (e.g. QT)."""
+    import spacy
+
+    from .bench import ACCURACY_KEYS, sparse_components
+    from .readers import gold_token_examples
+
+    nlp = spacy.load(model)
+    name, pipe = sparse_components(nlp)[-1]
+    if transform is not None:
+        transform(pipe)
+    scores = nlp.evaluate(list(gold_token_examples(nlp, test_path, tags=tags, sents=sents)))
+    key = next(k for k in ACCURACY_KEYS if scores.get(k) is not None)
+    stats = pipe._require_model().stats()
+    meta = srsly.read_json(Path(model) / "meta.json") if (Path(model) / "meta.json").exists() else {}
+    return {"metric": key, "accuracy": round(100 * float(scores[key]), 2),
+            "templates": stats["templates"], "features": stats["features"],
+            "nonzero_features": stats["nonzero_features"], "nonzero_weights": stats["nonzero_weights"],
+            "distinct_weights": stats["distinct_weights"], "file_bytes": stats["bytes"],
+            "history": meta.get("sparsity", {}).get(name, [])}
+
+
+def goldberg(corpus: Path, out: Path) -> List[Dict[str, Any]]:
+    tr, te = corpus / "train.spacy", corpus / "test.spacy"
+    variants = [
+        ("averaged", "chunker.cfg", []),
+        ("pruned(5)", "chunker.cfg", ["--components.chunker.min_count", "5"]),
+        ("pruned(10)", "chunker.cfg", ["--components.chunker.min_count", "10"]),
+        ("SAP5", "chunker_min_update.cfg", ["--training.before_update.min_update.k", "5"]),
+        ("SAP10", "chunker_min_update.cfg", ["--training.before_update.min_update.k", "10"]),
+    ]
+    rows = []
+    for label, cfg, ov in variants:
+        model = train(CONFIGS / cfg, out / "goldberg" / label.replace("(", "").replace(")", ""), tr, te, ov)
+        rows.append({"model": label, **measure(model, te, tags=True)})
+    return rows
+
+
+def martins(corpus: Path, out: Path, budgets: Sequence[int] = (10, 20, 30, 40, 50),
+            refit_budgets: Sequence[int] = (20, 50), refit_k: int = 10) -> List[Dict[str, Any]]:
+    tr, te = corpus / "train.spacy", corpus / "test.spacy"
+    rows = [{"model": "full", **measure(train(CONFIGS / "chunker.cfg", out / "martins" / "full", tr, te), te,
+                                        tags=True)}]
+    for b in budgets:
+        model = train(CONFIGS / "chunker_sparseptron.cfg", out / "martins" / f"B{b}", tr, te,
+                      ["--training.before_update.sparseptron.budget", str(b)])
+        rows.append({"model": f"B = {b}", **measure(model, te, tags=True)})
+    for b in refit_budgets:
+        model = train(CONFIGS / "chunker_sparseptron.cfg", out / "martins" / f"B{b}_k{refit_k}", tr, te,
+                      ["--training.before_update.sparseptron.budget", str(b),
+                       "--training.before_update.min_update.k", str(refit_k)])
+        rows.append({"model": f"B = {b}, refit with min-update k = {refit_k}", **measure(model, te, tags=True)})
+    return rows
+
+
+def suzuki(corpus: Path, out: Path, zetas: Sequence[int] = (1, 2, 4)) -> List[Dict[str, Any]]:
+    from .learn.admm import AdmmSettings, quantize
+
+    tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
+    float_model = train(CONFIGS / "tagger.cfg", out / "suzuki" / "float", tr, dev)
+    rows = [{"model": "float", **measure(float_model, te, sents=True)}]
+    for z in zetas:
+        def qt(pipe, z=z):
+            quantize(pipe._require_model(), AdmmSettings(zeta=z))
+        rows.append({"model": f"QT zeta={z}", **measure(float_model, te, sents=True, transform=qt)})
+    for z in zetas:
+        model = train(CONFIGS / "tagger_dc_admm.cfg", out / "suzuki" / f"admm{z}", tr, dev,
+                      ["--training.before_update.dc_admm.zeta", str(z)])
+        rows.append({"model": f"DC-ADMM zeta={z}", **measure(model, te, sents=True)})
+    return rows
+
+
+def composed(corpus: Path, out: Path, margin: float = 20.0) -> List[Dict[str, Any]]:
+    from .bench import run_bench
+
+    tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
+    rows = []
+    for label, cfg in (("float", "tagger.cfg"), ("composed", "tagger_composed.cfg")):
+        model = train(CONFIGS / cfg, out / "composed" / label, tr, dev)
+        row = {"model": label, **measure(model, te, sents=True)}
+        speed = run_bench(str(model), te, [None, margin], sents=True, repeat=3)["rows"]
+        row["wps_margin_none"] = round(speed[0]["words_per_second"])
+        row[f"wps_margin_{margin:g}"] = round(speed[1]["words_per_second"])
+        row["speedup"] = round(speed[1]["speedup"], 2)
+        row[f"accuracy_margin_{margin:g}"] = round(100 * speed[1]["accuracy"], 2)
+        rows.append(row)
+    return rows
+
+
+TABLES = {"goldberg": goldberg, "martins": martins, "suzuki": suzuki, "composed": composed}
+COLUMNS = ["model", "accuracy", "templates", "nonzero_features", "distinct_weights", "file_bytes"]
+
+
+def markdown(rows: List[Dict[str, Any]]) -> str:
+    extra = [k for k in rows[0] if k.startswith(("wps_", "speedup", "accuracy_margin"))]
+    cols = COLUMNS + extra
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append("| " + " | ".join(f"{r.get(c):,}" if isinstance(r.get(c), int) else str(r.get(c))
+                                       for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def run_table(table: str, corpus: Path, out: Path) -> List[Dict[str, Any]]:
+    if table not in TABLES:
+        raise ValueError(f"Unknown table {table!r}; one of {sorted(TABLES)}")
+    corpus, out = Path(corpus), Path(out)
+    for name in ("train.spacy", "test.spacy") + (("dev.spacy",) if table in ("suzuki", "composed") else ()):
+        if not (corpus / name).exists():
+            raise ValueError(f"{corpus / name} is missing (make it with convert-conll --chunks or convert-ud)")
+    rows = TABLES[table](corpus, out)
+    srsly.write_json(out / f"{table}.json", rows)
+    print(markdown(rows))
+    return rows

@@ -1,0 +1,289 @@
+"""The sparsity methods: prox operators, budget steps, DC-ADMM's value set and
+u-step, grouped-weight files, and the training callbacks on real data."""
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from conftest import ROOT, SHARED, run, to_examples, train_tagger
+from spacy_sparse.learn.admm import AdmmSettings, DcAdmm, nearest_in_set, quantize, u_step, value_set
+from spacy_sparse.learn.sparseptron import (
+    SparseptronSettings,
+    budget_gravity,
+    group_lasso_prox,
+    group_prox_factor,
+    group_weights,
+    prox_step,
+    soft_threshold,
+    start_selection,
+    survivors,
+    template_norms,
+)
+from spacy_sparse.model import SparseLinearModel
+
+CHUNKS = SHARED / "conll2000-chunking"
+
+
+# ---- prox operators ---------------------------------------------------------------
+def test_soft_threshold_is_the_l1_prox():
+    """Eq. 13: at the prox point p of w, w - p is a subgradient of tau*|.|_1 at p."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        w, tau = rng.normal(size=200), float(rng.uniform(0.05, 1.5))
+        p = soft_threshold(w, tau)
+        g = w - p
+        nz = p != 0
+        assert np.allclose(g[nz], tau * np.sign(p[nz]))
+        assert np.all(np.abs(g[~nz]) <= tau + 1e-12)
+        # and it beats nearby points on the prox objective
+        obj = lambda x: 0.5 * np.sum((x - w) ** 2) + tau * np.abs(x).sum()  # noqa: E731
+        for _ in range(5):
+            assert obj(p) <= obj(p + rng.normal(scale=0.01, size=p.shape)) + 1e-12
+
+
+def test_group_lasso_prox_is_the_group_prox():
+    """Eq. 14: a group survives iff |w_m| > tau_m, scaled by 1 - tau_m/|w_m|,
+    and the result satisfies the optimality conditions of the prox."""
+    rng = np.random.default_rng(1)
+    groups = rng.integers(0, 12, size=300)
+    for _ in range(20):
+        w = rng.normal(size=300)
+        tau = rng.uniform(0.5, 6.0, size=12)
+        p = group_lasso_prox(w, groups, tau)
+        for m in range(12):
+            wm, pm = w[groups == m], p[groups == m]
+            norm = np.linalg.norm(wm)
+            if norm <= tau[m]:
+                assert np.all(pm == 0)
+            else:
+                # w - p = tau * p / |p|
+                assert np.allclose(wm - pm, tau[m] * pm / np.linalg.norm(pm))
+    assert np.array_equal(group_prox_factor(np.array([0.0, 2.0]), np.array([1.0, 1.0])), [0.0, 0.5])
+
+
+def test_budget_gravity_leaves_budget_groups():
+    rng = np.random.default_rng(2)
+    for budget in (0, 1, 5, 17):
+        norms = rng.exponential(size=40)
+        norms[rng.integers(0, 40, 5)] = 0.0
+        d = group_weights(rng.integers(1, 5000, size=40), "log2")
+        tau = budget_gravity(norms, d, budget)
+        factor = group_prox_factor(norms, tau * d)
+        assert np.count_nonzero(factor) == min(budget, np.count_nonzero(norms))
+    assert budget_gravity(np.array([1.0, 0.0]), np.ones(2), 3) == 0.0
+
+
+# ---- sparseptron on a trained model --------------------------------------------------
+@pytest.fixture(scope="module")
+def small_tagger(ewt_refs):
+    return train_tagger(ewt_refs["train"][:120], epochs=1)
+
+
+def test_budget_step_on_a_model_keeps_at_most_budget_templates(ewt_refs):
+    nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1)
+    model = tagger.sparse
+    start_selection(model)
+    n = int(model.n_rows[0])
+    before = template_norms(model)
+    assert np.count_nonzero(before) > 8
+    # the scaled step must equal Eq. 14 applied to the flat weights
+    w = model.W[:n] * model.scale[model.row_tpl[:n]][:, None]
+    d = group_weights(model.tab_count, "log2")
+    tau = budget_gravity(before, d, 8)
+    expect = group_lasso_prox(w.reshape(-1), np.repeat(model.row_tpl[:n], w.shape[1]), tau * d).reshape(w.shape)
+    keys = model.keys_of_rows()
+    report = prox_step(model, SparseptronSettings(budget=8))
+    assert report["templates_alive"] == 8 == len(survivors(model))
+    after = model.W[: int(model.n_rows[0])] * model.scale[model.row_tpl[: int(model.n_rows[0])]][:, None]
+    kept = np.isin(keys, model.keys_of_rows())
+    assert np.allclose(after, expect[kept], atol=1e-5)
+    assert np.all(expect[~kept] == 0)  # only zeroed groups' features were freed
+    assert int(model.n_rows[0]) < n
+
+
+# ---- DC-ADMM ------------------------------------------------------------------------
+def test_value_set_shape():
+    s = value_set(0.5, 0.25, 4.0, 3)
+    assert s.tolist() == sorted(s.tolist()) and len(s) == 7 and 0.0 in s
+    assert np.allclose(s[4:], [0.75, 2.25, 8.25]) and np.allclose(s[:3], -s[4:][::-1])
+
+
+def test_u_step_equals_brute_force_nearest():
+    """Fig. 2: argmin over u in S of lambda1|u| + lambda2/2 u^2 + rho/2 (u - (w + alpha))^2."""
+    rng = np.random.default_rng(3)
+    for zeta, lam1, lam2, rho in [(1, 0.0, 0.0, 1.0), (2, 0.3, 0.0, 1.0), (4, 0.1, 0.5, 2.0), (3, 0.0, 1.0, 0.5)]:
+        values = value_set(0.2, 0.1, 4.0, zeta)
+        w = rng.normal(scale=3.0, size=2000).astype(np.float32)
+        alpha = rng.normal(scale=0.5, size=2000).astype(np.float32)
+        got = u_step(w, alpha, values, rho, lam1, lam2)
+        b = (w.astype(np.float64) + alpha)[:, None]
+        v = values.astype(np.float64)[None, :]
+        obj = lam1 * np.abs(v) + lam2 / 2 * v ** 2 + rho / 2 * (v - b) ** 2
+        best = obj.min(axis=1)
+        got_obj = lam1 * np.abs(got) + lam2 / 2 * got.astype(np.float64) ** 2 + rho / 2 * (got - b[:, 0]) ** 2
+        assert np.allclose(got_obj, best, atol=1e-6)
+    assert nearest_in_set(np.array([0.1, -7.0, 100.0]), value_set(1.0, 0.5, 4.0, 2)).tolist() == [0.0, -4.5, 4.5]
+
+
+def test_dc_admm_weights_lie_in_the_set(ewt_refs):
+    nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=1)
+    model = tagger.sparse
+    train = to_examples(nlp, ewt_refs["train"][:150])
+    admm = DcAdmm(AdmmSettings(zeta=2))
+    admm.begin(model)
+    for _ in range(3):
+        for i in range(0, len(train), 16):
+            nlp.update(train[i:i + 16])
+        report = admm.iterate(model)
+    assert report["admm_iter"] == 3
+    weights = model.averaged()
+    nz = np.unique(weights[weights != 0])
+    assert 0 < nz.size <= 4
+    assert np.all(np.isin(nz, admm.values))
+    examples = to_examples(nlp, ewt_refs["dev"][:40])
+    list(tagger.pipe([eg.predicted for eg in examples]))
+    assert tagger.score(examples)["tag_acc"] > 0.7
+
+
+# ---- grouped-weight files ---------------------------------------------------------------
+def test_grouped_file_round_trips_to_identical_predictions(small_tagger, ewt_refs, tmp_path):
+    nlp, tagger = small_tagger
+    float_parts = tagger.sparse.part_bytes(grouped=False)
+    quantize(tagger.sparse, AdmmSettings(zeta=4))
+    msg = tagger.sparse.to_dict()
+    assert msg["weights"] == "grouped" and msg["codebook"].size <= 8
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:40])]
+    before = tagger.predict(docs)[0]
+    nlp.to_disk(tmp_path / "m")
+    loaded = spacy.load(tmp_path / "m")
+    after = loaded.get_pipe("sparse_tagger").predict([d.copy() for d in docs])[0]
+    assert np.array_equal(before, after)
+    stats = loaded.get_pipe("sparse_tagger").sparse.stats()
+    assert stats["distinct_weights"] <= 8
+    # the weights themselves (not the feature keys) take under half the bytes
+    parts = loaded.get_pipe("sparse_tagger").sparse.part_bytes()
+    weights = sum(n for k, n in parts.items() if k.startswith(("row_", "feature_row", "codebook")))
+    float_weights = sum(n for k, n in float_parts.items() if k.startswith("row_"))
+    assert weights < float_weights / 2
+    assert stats["bytes"] < sum(float_parts.values())
+
+
+def test_float_files_and_version_1_files_still_load(ewt_refs):
+    import srsly
+
+    _, tagger = train_tagger(ewt_refs["train"][:40], epochs=1)
+    model = tagger.sparse
+    msg = model.to_dict(grouped=False)
+    assert msg["weights"] == "float"
+    old = dict(msg, version=1)
+    del old["weights"]
+    for data in (srsly.msgpack_dumps(msg), srsly.msgpack_dumps(old)):
+        again = SparseLinearModel.from_bytes(data)
+        back = again.to_dict(grouped=False)
+        for field in ("feature_key", "row_length", "row_label", "row_value", "template_features"):
+            assert np.array_equal(back[field], msg[field])
+
+
+def test_corrupt_grouped_file_fails_clearly(small_tagger):
+    import srsly
+
+    _, tagger = small_tagger
+    msg = tagger.sparse.to_dict(grouped=True)
+    bad = dict(msg, row_entry=(msg["row_entry"].astype(np.int64) + 10 ** 6).astype(np.uint32))
+    with pytest.raises(ValueError, match="Corrupt model"):
+        SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))
+    bad = dict(msg, weights="zip")
+    with pytest.raises(ValueError, match="weight layout"):
+        SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))
+
+
+# ---- callbacks through spacy train -----------------------------------------------------------
+def _spacy_train(config, train, dev, out, *overrides):
+    return run("spacy", "train", str(config), "--output", str(out), "--paths.train", str(train),
+               "--paths.dev", str(dev), *overrides)
+
+
+@pytest.fixture(scope="module")
+def chunk_corpus(tmp_path_factory):
+    from itertools import islice
+
+    from spacy_sparse.readers import chunk_docs
+
+    out = tmp_path_factory.mktemp("chunk")
+    vocab = spacy.blank("en").vocab
+    DocBin(docs=list(islice(chunk_docs(vocab, CHUNKS / "train.txt"), 600))).to_disk(out / "train.spacy")
+    DocBin(docs=list(islice(chunk_docs(vocab, CHUNKS / "test.txt"), 150))).to_disk(out / "test.spacy")
+    return out
+
+
+def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
+    log = _spacy_train(ROOT / "configs/tagger_composed.cfg", corpus / "train.spacy", corpus / "dev.spacy",
+                       tmp_path, "--training.max_epochs", "6", "--training.before_update.sparseptron.every", "100",
+                       "--training.before_update.sparseptron.epochs", "1",
+                       "--training.before_update.dc_admm.start_epoch", "2")
+    assert "refit (debias) on" in log and "min-update k = 10" in log and "ADMM iteration" in log
+    nlp = spacy.load(tmp_path / "model-last")
+    model = nlp.get_pipe("sparse_tagger").sparse
+    stats = model.stats()
+    assert len(model.templates) <= 20 and 0 < stats["distinct_weights"] <= 8
+    assert model.to_dict()["weights"] == "grouped"
+    doc = nlp("The results were published yesterday .")
+    assert all(t.tag_ for t in doc)
+
+
+def test_dc_admm_config_runs(corpus, tmp_path):
+    log = _spacy_train(ROOT / "configs/tagger_dc_admm.cfg", corpus / "train.spacy", corpus / "dev.spacy",
+                       tmp_path, "--training.max_epochs", "4", "--training.before_update.dc_admm.start_epoch", "1")
+    assert "ADMM iteration 2" in log
+    stats = spacy.load(tmp_path / "model-last").get_pipe("sparse_tagger").sparse.stats()
+    assert 0 < stats["distinct_weights"] <= 8
+
+
+@pytest.mark.parametrize("config", ["chunker.cfg", "chunker_sparseptron.cfg", "chunker_min_update.cfg"])
+def test_chunker_configs_run(config, chunk_corpus, tmp_path):
+    overrides = ["--training.max_epochs", "3"]
+    if "sparseptron" in config:
+        overrides += ["--training.before_update.sparseptron.every", "200",
+                      "--training.before_update.sparseptron.epochs", "1",
+                      "--training.before_update.sparseptron.budget", "12"]
+    _spacy_train(ROOT / "configs" / config, chunk_corpus / "train.spacy", chunk_corpus / "test.spacy", tmp_path,
+                 *overrides)
+    nlp = spacy.load(tmp_path / "model-last")
+    model = nlp.get_pipe("chunker").sparse
+    if "sparseptron" in config:
+        assert len(model.templates) <= 12
+    if "min_update" in config:
+        assert nlp.get_pipe("chunker").cfg["min_updates"] == 5
+    from spacy_sparse.readers import gold_token_examples
+
+    examples = list(gold_token_examples(nlp, chunk_corpus / "test.spacy", tags=True))
+    assert nlp.evaluate(examples)["ents_f"] > 0.6
+
+
+def test_bad_callback_settings_fail_clearly():
+    from spacy_sparse.callbacks import make_sparsity_callback
+
+    with pytest.raises(ValueError, match="Unknown sparseptron settings"):
+        make_sparsity_callback(sparseptron={"budgett": 3})
+    with pytest.raises(ValueError, match="zeta"):
+        make_sparsity_callback(dc_admm={"zeta": 0})
+    with pytest.raises(ValueError, match="at least one"):
+        make_sparsity_callback()
+    with pytest.raises(ValueError, match="min_update"):
+        make_sparsity_callback(min_update={"k": 3, "x": 1})
+
+
+# ---- chunking ---------------------------------------------------------------------------
+def test_chunk_reader_and_templates():
+    from itertools import islice
+
+    from spacy_sparse.readers import chunk_docs
+    from spacy_sparse.templates import chunk_templates_v1
+
+    docs = list(islice(chunk_docs(spacy.blank("en").vocab, CHUNKS / "train.txt"), 50))
+    assert all(len(d) > 0 and all(t.tag_ for t in d) for d in docs)
+    labels = {e.label_ for d in docs for e in d.ents}
+    assert {"NP", "VP", "PP"} <= labels
+    templates = chunk_templates_v1()
+    assert len(templates) == len(set(templates)) > 60
+    assert any(t.count("ptag@") == 5 for t in templates) and any(t.count("lower@") == 3 for t in templates)
