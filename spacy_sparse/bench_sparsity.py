@@ -10,7 +10,9 @@ and reads sizes from the saved model:
   features made per epoch (the memory curve of their Fig. 2);
 - suzuki: float vs QT vs DC-ADMM at zeta in {1, 2, 4} on EWT tagging;
 - composed: every method on one EWT tagger, with words/s at margin None
-  and at a stop margin.
+  and at a stop margin;
+- strubell: taggers on the first 6, 10, 15, 23 templates of the wrapper,
+  group-lasso and GOMP orders, with words/s against all templates.
 
 Rows go to OUTPUT/<table>.json; the printed table is Markdown.
 """
@@ -132,12 +134,56 @@ def composed(corpus: Path, out: Path, margin: float = 20.0) -> List[Dict[str, An
     return rows
 
 
-TABLES = {"goldberg": goldberg, "martins": martins, "suzuki": suzuki, "composed": composed}
+def strubell(corpus: Path, out: Path, sizes: Sequence[int] = (6, 10, 15, 23)) -> List[Dict[str, Any]]:
+    """Template orders learned by the wrapper method, the group-lasso path
+    and GOMP; a tagger trained on the first k templates of each (all
+    templates scored: margin None), against the full set in the same run."""
+    import spacy
+    from spacy.util import load_config, registry
+
+    from .bench import run_bench
+    from .learn.ordering import gomp_order, group_lasso_order, wrapper_order
+    from .readers import gold_token_examples
+
+    tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
+    nlp = spacy.blank("en")
+    train_egs = list(gold_token_examples(nlp, tr))
+    dev_egs = list(gold_token_examples(nlp, dev))
+    base = registry.resolve({"t": {"@misc": "spacy_sparse.tagger_templates.v1"}})["t"]
+    quiet = lambda text: None  # noqa: E731
+    orders = {
+        "wrapper": wrapper_order(train_egs, dev_egs, base, max_steps=max(sizes), log=quiet),
+        "group lasso": group_lasso_order(train_egs, base, log=quiet),
+        "GOMP": gomp_order(train_egs, base, max_steps=max(sizes), log=quiet),
+    }
+    (out / "strubell").mkdir(parents=True, exist_ok=True)
+    variants = [("all", len(base), base)] + [(m, k, o[:k]) for m, o in orders.items() for k in sizes]
+    rows = []
+    for method, k, templates in variants:
+        cfg = load_config(CONFIGS / "tagger.cfg")
+        cfg["components"]["sparse_tagger"]["templates"] = {"@misc": "spacy_sparse.template_list.v1",
+                                                          "templates": list(templates)}
+        cfg["training"]["max_epochs"] = 5
+        where = out / "strubell" / f"{method.replace(' ', '_')}_{k}"
+        where.mkdir(parents=True, exist_ok=True)
+        cfg.to_disk(where / "config.cfg")
+        model = train(where / "config.cfg", where, tr, dev)
+        row = {"model": f"{method} {k}", **measure(model, te, sents=True)}
+        row["words_per_second"] = round(run_bench(str(model), te, [None], sents=True, repeat=3)["rows"][0]
+                                        ["words_per_second"])
+        rows.append(row)
+    for r in rows:
+        r["speedup"] = round(r["words_per_second"] / rows[0]["words_per_second"], 2)
+    srsly.write_json(out / "strubell" / "orders.json", orders)
+    return rows
+
+
+TABLES = {"goldberg": goldberg, "martins": martins, "suzuki": suzuki, "composed": composed, "strubell": strubell}
 COLUMNS = ["model", "accuracy", "templates", "nonzero_features", "distinct_weights", "file_bytes"]
 
 
 def markdown(rows: List[Dict[str, Any]]) -> str:
-    extra = [k for k in rows[0] if k.startswith(("wps_", "speedup", "accuracy_margin"))]
+    extra = [k for k in rows[0] if k.startswith(("wps_", "words_per", "speedup", "accuracy_margin"))]
     cols = COLUMNS + extra
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
@@ -150,7 +196,7 @@ def run_table(table: str, corpus: Path, out: Path) -> List[Dict[str, Any]]:
     if table not in TABLES:
         raise ValueError(f"Unknown table {table!r}; one of {sorted(TABLES)}")
     corpus, out = Path(corpus), Path(out)
-    for name in ("train.spacy", "test.spacy") + (("dev.spacy",) if table in ("suzuki", "composed") else ()):
+    for name in ("train.spacy", "test.spacy") + (("dev.spacy",) if table in ("suzuki", "composed", "strubell") else ()):
         if not (corpus / name).exists():
             raise ValueError(f"{corpus / name} is missing (make it with convert-conll --chunks or convert-ud)")
     rows = TABLES[table](corpus, out)

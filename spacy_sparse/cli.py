@@ -92,22 +92,27 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_order(args: argparse.Namespace) -> int:
     import spacy
-    from .learn.ordering import wrapper_order
+    from .learn.ordering import gomp_order, group_lasso_order, wrapper_order
     from .readers import gold_token_examples
 
     nlp = spacy.blank(args.lang)
-    train = list(gold_token_examples(nlp, args.train))
-    dev = list(gold_token_examples(nlp, args.dev))
+    train = list(gold_token_examples(nlp, args.train, tags=args.tags))
     factory_cfg = nlp.get_factory_meta(args.factory).default_config
     base = spacy.util.registry.resolve({"t": factory_cfg["templates"]})["t"]
     if args.templates:
         base = srsly.read_json(args.templates)
+    common = dict(factory=args.factory, lang=args.lang, train_words=args.train_words, seed=args.seed, log=msg.text)
     start = time.time()
-    order = wrapper_order(train, dev, base, factory=args.factory, lang=args.lang, train_words=args.train_words,
-                          dev_words=args.dev_words, epochs=args.epochs, max_steps=args.max_steps, seed=args.seed,
-                          log=msg.text)
+    if args.method == "wrapper":
+        dev = list(gold_token_examples(nlp, args.dev, tags=args.tags))
+        order = wrapper_order(train, dev, base, dev_words=args.dev_words, epochs=args.epochs,
+                              max_steps=args.max_steps, **common)
+    elif args.method == "group-lasso":
+        order = group_lasso_order(train, base, epochs=args.epochs, **common)
+    else:
+        order = gomp_order(train, base, alpha=args.alpha, max_steps=args.max_steps, **common)
     srsly.write_json(args.output, order)
-    msg.good(f"Wrote the order of {len(order)} templates to {args.output} ({time.time() - start:.0f}s)")
+    msg.good(f"Wrote the {args.method} order of {len(order)} templates to {args.output} ({time.time() - start:.0f}s)")
     return 0
 
 
@@ -445,9 +450,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--per-template", action="store_true", help="features per template too")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("order-templates", help="learn a template order with the wrapper method")
+    p = sub.add_parser("order-templates", help="learn a template order: wrapper, group lasso path or GOMP")
     p.add_argument("train")
-    p.add_argument("dev")
+    p.add_argument("dev", help="dev data (the wrapper method scores on it; the others ignore it)")
     p.add_argument("output", help="ordering file (JSON list of template names)")
     p.add_argument("--factory", default="sparse_tagger")
     p.add_argument("--templates", help="JSON list of templates (default: the factory's default set)")
@@ -457,6 +462,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--method", choices=["wrapper", "group-lasso", "gomp"], default="wrapper")
+    p.add_argument("--alpha", type=float, default=0.4, help="GOMP: lambda_i = columns_i ** alpha")
+    p.add_argument("--tags", action="store_true", help="give the model the corpus's tags (the chunker's ptag)")
     p.set_defaults(func=cmd_order)
 
     p = sub.add_parser("prune", help="drop averaged weights below a size threshold (a crude size knob) and save")
@@ -476,7 +484,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=cmd_quantize)
 
     p = sub.add_parser("sparsity-bench", help="the sparsity papers' tables on our data (trains every variant)")
-    p.add_argument("table", choices=["goldberg", "martins", "suzuki", "composed"])
+    p.add_argument("table", choices=["goldberg", "martins", "suzuki", "composed", "strubell"])
     p.add_argument("corpus", help="directory with train/test(.dev).spacy: corpus/chunk or corpus/ewt")
     p.add_argument("output", help="directory for the trained variants and <table>.json")
     p.set_defaults(func=cmd_sparsity_bench)

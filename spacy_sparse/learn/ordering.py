@@ -1,20 +1,30 @@
-"""Template orders: the wrapper method of Strubell et al. (2015, §4.5.2).
+"""Template orders (Strubell et al. 2015, §4.5 and Appendix B), all written
+as the same ordering file (a JSON list of template names):
 
-Forward selection by dev accuracy: starting from no templates, try each
-remaining template appended to the order so far, train briefly, keep the
-one that helps the dev score most, repeat. Made practical by training on a
-subsample for a few epochs, and by searching only the first `max_steps`
-positions (the rest keep the set's default order).
+- wrapper: forward selection by dev accuracy: starting from no templates,
+  try each remaining template appended to the order so far, train briefly,
+  keep the one that helps the dev score most, repeat. Made practical by
+  training on a subsample for a few epochs, and by searching only the first
+  `max_steps` positions (the rest keep the set's default order);
+- group lasso: the order in which templates enter the regularization path:
+  a sparseptron run whose budget shrinks from all templates to one; a
+  template ranks by the last prox step it survived;
+- GOMP: stagewise, add the template whose one-hot features best fit the
+  residual of a softmax model on the templates chosen so far, with the
+  regularized covariance of Appendix B (lambda_i = columns_i ** alpha),
+  then refit.
 """
+import math
 import random
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
+import numpy as np
 import spacy
 from spacy.training import Example
 from tqdm import tqdm
 
 from ..bench import ACCURACY_KEYS
-from ..pipeline.base import ambiguity_classes
+from ..pipeline.base import SparsePipe, ambiguity_classes
 
 
 def _take_words(examples: List[Example], n_words: int) -> List[Example]:
@@ -43,17 +53,9 @@ def wrapper_order(
     log: Callable[[str], None] = print,
 ) -> List[str]:
     """Return `templates` reordered by forward selection on dev accuracy."""
-    rng = random.Random(seed)
-    train = list(train)
-    rng.shuffle(train)
-    train = _take_words(train, train_words)
+    train = _sample(train, train_words, seed)
     dev = _take_words(list(dev), dev_words)
-    # the examples' strings live in their vocab: the probe pipes must share it
-    nlp = spacy.blank(lang, vocab=train[0].predicted.vocab)
-    cfg = {"mode": "full", "train_margin": 0.0, **(config or {})}
-    probe = nlp.add_pipe(factory, name="probe", config={**cfg, "templates": list(templates)})
-    labels = probe._labels_from(train)
-    classes = ambiguity_classes(probe._word_labels(train))
+    nlp, probe, cfg, labels, classes = _probe(train, templates, factory, config, lang)
     lexicon = probe.lexicon
     dev_docs = [eg.predicted for eg in dev]
 
@@ -80,3 +82,152 @@ def wrapper_order(
         remaining.remove(best)
         log(f"{step + 1:>3} {best:<45} dev {best_score:.4f}")
     return chosen + remaining
+
+
+def _sample(train: Sequence[Example], n_words: int, seed: int) -> List[Example]:
+    rng = random.Random(seed)
+    train = list(train)
+    rng.shuffle(train)
+    return _take_words(train, n_words)
+
+
+def _probe(train: List[Example], templates: Sequence[str], factory: str, config: Optional[dict], lang: str):
+    """A pipe of `factory` over `templates` with the labels and ambiguity
+    classes of `train` and an empty model (the examples' strings live in
+    their vocab: the probe shares it)."""
+    if not train:
+        raise ValueError("No training examples to learn a template order from")
+    nlp = spacy.blank(lang, vocab=train[0].predicted.vocab)
+    cfg = {"mode": "full", "train_margin": 0.0, **(config or {})}
+    probe: SparsePipe = nlp.add_pipe(factory, name="probe", config={**cfg, "templates": list(templates)})
+    labels = probe._labels_from(train)
+    classes = ambiguity_classes(probe._word_labels(train))
+    probe._build_model(labels, None, classes)
+    return nlp, probe, cfg, labels, classes
+
+
+def group_lasso_order(
+    train: List[Example],
+    templates: Sequence[str],
+    *,
+    factory: str = "sparse_tagger",
+    config: Optional[dict] = None,
+    lang: str = "en",
+    train_words: int = 20000,
+    epochs: int = 2,
+    every: Optional[int] = None,
+    group_weight: str = "log2",
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> List[str]:
+    """The group-lasso path order: sparseptron prox steps every `every`
+    examples (default: enough for two steps per template) with a budget
+    falling linearly from all templates to one;
+    templates that stay nonzero longest come first (ties: larger |w_m|/d_m)."""
+    from .sparseptron import SparseptronSettings, group_weights, prox_step, start_selection, template_norms
+
+    train = _sample(train, train_words, seed)
+    _, probe, _, _, _ = _probe(train, templates, factory, config, lang)
+    model = probe._require_model()
+    start_selection(model)
+    n_tpl = len(model.templates)
+    if every is None:
+        every = max(1, epochs * len(train) // (2 * n_tpl))
+    total = max(1, math.ceil(epochs * len(train) / every))
+    last_alive = np.full(n_tpl, -1, dtype=np.int64)
+    step, since = 0, 0
+    order = list(range(len(train)))
+    for epoch in range(epochs):
+        random.Random(seed + epoch).shuffle(order)
+        size = min(16, every)
+        for i in range(0, len(order), size):
+            batch = [train[j] for j in order[i:i + size]]
+            probe.update(batch)
+            since += len(batch)
+            if since >= every:
+                since = 0
+                budget = max(1, round(n_tpl * (1 - (step + 1) / total)))
+                prox_step(model, SparseptronSettings(budget=budget, every=every, group_weight=group_weight))
+                last_alive[template_norms(model) > 0] = step
+                step += 1
+    ratio = template_norms(model) / group_weights(model.tab_count, group_weight)
+    ranked = sorted(range(n_tpl), key=lambda t: (-last_alive[t], -ratio[t], t))
+    names = model.template_names
+    log(f"group lasso: {step} prox steps; first templates: {', '.join(names[t] for t in ranked[:8])}")
+    return [names[t] for t in ranked]
+
+
+def _one_hot_groups(keys: np.ndarray) -> List[Tuple[np.ndarray, int]]:
+    """Per template: each token's feature id and the number of features."""
+    out = []
+    for t in range(keys.shape[1]):
+        _, ids = np.unique(keys[:, t], return_inverse=True)
+        out.append((ids.reshape(-1), int(ids.max()) + 1 if ids.size else 0))
+    return out
+
+
+def gomp_order(
+    train: List[Example],
+    templates: Sequence[str],
+    *,
+    factory: str = "sparse_tagger",
+    config: Optional[dict] = None,
+    lang: str = "en",
+    train_words: int = 20000,
+    alpha: float = 0.4,
+    refit_passes: int = 2,
+    max_steps: int = 0,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> List[str]:
+    """Regularized group OMP (Strubell Appendix B, Eq. 4) on the gold
+    features of a training sample. Templates are one-hot, so X_i'X_i is the
+    diagonal of feature counts c and Eq. 4 is sum_f |X_f' r|^2 / (c_f + lambda_i);
+    r is the residual Y - softmax(S) of a model fitted stagewise: the new
+    template's weights by the same regularized least squares, then
+    `refit_passes` backfitting passes over every chosen template."""
+    import scipy.sparse as sp
+
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"GOMP alpha must be in [0, 1] (the paper uses 0.25-0.5), got {alpha}")
+    train = _sample(train, train_words, seed)
+    _, probe, _, _, _ = _probe(train, templates, factory, config, lang)
+    keys, gold = probe.gold_feature_keys(train)
+    keep = gold >= 0
+    keys, gold = keys[keep], gold[keep]
+    n, n_labels = gold.shape[0], probe._require_model().n_labels
+    if n == 0:
+        raise ValueError("The training sample has no gold labels to fit")
+    target = np.zeros((n, n_labels), dtype=np.float64)
+    target[np.arange(n), gold] = 1.0
+    groups = _one_hot_groups(keys)
+    # per template: the (features x tokens) one-hot matrix, counts, lambda
+    mats = [sp.csr_matrix((np.ones(n), (ids, np.arange(n))), shape=(m, n)) for ids, m in groups]
+    denom = [np.bincount(ids, minlength=m).astype(np.float64) + m ** alpha for ids, m in groups]
+    scores = np.zeros((n, n_labels))
+
+    def residual() -> np.ndarray:
+        z = np.exp(scores - scores.max(axis=1, keepdims=True))
+        return target - z / z.sum(axis=1, keepdims=True)
+
+    def fit(t: int) -> None:
+        delta = (mats[t] @ residual()) / denom[t][:, None]
+        scores[:] += delta[groups[t][0]]
+
+    names = list(templates)
+    remaining, chosen = list(range(len(names))), []
+    steps = len(names) if max_steps <= 0 else min(max_steps, len(names))
+    gains = {}
+    for step in range(steps):
+        r = residual()
+        gains = {t: float(np.sum((mats[t] @ r) ** 2 / denom[t][:, None])) for t in remaining}
+        best = max(remaining, key=lambda t: (gains[t], -t))
+        chosen.append(best)
+        remaining.remove(best)
+        for _ in range(refit_passes):
+            for t in chosen:
+                fit(t)
+        acc = float(np.mean(scores.argmax(axis=1) == gold))
+        log(f"{step + 1:>3} {names[best]:<45} train accuracy {acc:.4f}")
+    rest = sorted(remaining, key=lambda t: (-gains.get(t, 0.0), t))
+    return [names[t] for t in chosen + rest]

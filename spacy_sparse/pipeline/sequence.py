@@ -5,7 +5,7 @@ A subclass supplies its label mask (`_allowed`), the gold label index per
 token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Tuple
 
 import numpy as np
 from spacy.attrs import TAG
@@ -83,22 +83,32 @@ class SequencePipe(SparsePipe):
             self._allowed, self._hist_of, self.cfg["train_margin"], self.objective, pred,
         )
 
-    def _keep_frequent_features(self, examples: List[Example], min_count: int) -> None:
+    def gold_feature_keys(self, examples: List[Example]) -> Tuple[np.ndarray, np.ndarray]:
+        """(keys, gold) for every token of the examples: the key of each
+        template (n_tokens x n_templates, gold labels as history) and the
+        gold label index (-1: none). Rare-feature pruning counts these; the
+        template orderings regress on them."""
         model = self._require_model()
-        n_tpl = len(model.templates)
-        counts: List[Dict[int, int]] = [dict() for _ in range(n_tpl)]
+        all_keys, all_gold = [], []
         for i in range(0, len(examples), 256):
             part = examples[i:i + 256]
             docs = [eg.predicted for eg in part]
             batch = DocBatch(docs, self.lexicon)
-            keys = np.zeros((batch.n_tokens, n_tpl), dtype=np.uint64)
+            gold = self._gold(part, batch.n_tokens)
+            keys = np.zeros((batch.n_tokens, len(model.templates)), dtype=np.uint64)
             gold_keys(batch.lex_rows, batch.lex, input_tags(docs, model), batch.seg_off, batch.seg_new_doc,
-                      self._gold(part, batch.n_tokens), model.seeds, model.atom_off, model.atom_src,
-                      model.atom_pos, self._hist_of, keys)
-            for t in range(n_tpl):
-                values, n = np.unique(keys[:, t], return_counts=True)
-                seen = counts[t]
-                for key, c in zip(values.tolist(), n.tolist()):
-                    seen[key] = seen.get(key, 0) + c
-        frequent = [np.array(sorted(k for k, c in seen.items() if c >= min_count), dtype=np.uint64) for seen in counts]
+                      gold, model.seeds, model.atom_off, model.atom_src, model.atom_pos, self._hist_of, keys)
+            all_keys.append(keys)
+            all_gold.append(gold)
+        if not all_keys:
+            return np.zeros((0, len(model.templates)), dtype=np.uint64), np.zeros(0, dtype=np.int32)
+        return np.concatenate(all_keys), np.concatenate(all_gold)
+
+    def _keep_frequent_features(self, examples: List[Example], min_count: int) -> None:
+        model = self._require_model()
+        keys, _ = self.gold_feature_keys(examples)
+        frequent = []
+        for t in range(len(model.templates)):
+            values, n = np.unique(keys[:, t], return_counts=True)
+            frequent.append(values[n >= min_count])
         model.preset_features(frequent)
