@@ -157,13 +157,24 @@ def group_lasso_order(
     return [names[t] for t in ranked]
 
 
-def _one_hot_groups(keys: np.ndarray) -> List[Tuple[np.ndarray, int]]:
-    """Per template: each token's feature id and the number of features."""
-    out = []
-    for t in range(keys.shape[1]):
-        _, ids = np.unique(keys[:, t], return_inverse=True)
-        out.append((ids.reshape(-1), int(ids.max()) + 1 if ids.size else 0))
-    return out
+class _OneHot:
+    """One template's features as a one-hot design matrix X (tokens x
+    features), kept as each token's feature id; X' R is a sum per feature."""
+
+    def __init__(self, keys: np.ndarray):
+        _, ids = np.unique(keys, return_inverse=True)
+        self.ids = ids.reshape(-1)
+        self.order = np.argsort(self.ids, kind="stable")
+        self.counts = np.bincount(self.ids).astype(np.float64)
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
+
+    @property
+    def columns(self) -> int:
+        return self.counts.shape[0]
+
+    def sums(self, r: np.ndarray) -> np.ndarray:
+        """X' r: the rows of r summed per feature."""
+        return np.add.reduceat(r[self.order], self.starts, axis=0)
 
 
 def gomp_order(
@@ -186,8 +197,6 @@ def gomp_order(
     r is the residual Y - softmax(S) of a model fitted stagewise: the new
     template's weights by the same regularized least squares, then
     `refit_passes` backfitting passes over every chosen template."""
-    import scipy.sparse as sp
-
     if not 0 <= alpha <= 1:
         raise ValueError(f"GOMP alpha must be in [0, 1] (the paper uses 0.25-0.5), got {alpha}")
     train = _sample(train, train_words, seed)
@@ -200,10 +209,9 @@ def gomp_order(
         raise ValueError("The training sample has no gold labels to fit")
     target = np.zeros((n, n_labels), dtype=np.float64)
     target[np.arange(n), gold] = 1.0
-    groups = _one_hot_groups(keys)
-    # per template: the (features x tokens) one-hot matrix, counts, lambda
-    mats = [sp.csr_matrix((np.ones(n), (ids, np.arange(n))), shape=(m, n)) for ids, m in groups]
-    denom = [np.bincount(ids, minlength=m).astype(np.float64) + m ** alpha for ids, m in groups]
+    groups = [_OneHot(keys[:, t]) for t in range(keys.shape[1])]
+    # (X_i'X_i + lambda_i I) is diagonal: feature counts + columns ** alpha
+    denom = [g.counts + g.columns ** alpha for g in groups]
     scores = np.zeros((n, n_labels))
 
     def residual() -> np.ndarray:
@@ -211,8 +219,8 @@ def gomp_order(
         return target - z / z.sum(axis=1, keepdims=True)
 
     def fit(t: int) -> None:
-        delta = (mats[t] @ residual()) / denom[t][:, None]
-        scores[:] += delta[groups[t][0]]
+        delta = groups[t].sums(residual()) / denom[t][:, None]
+        scores[:] += delta[groups[t].ids]
 
     names = list(templates)
     remaining, chosen = list(range(len(names))), []
@@ -220,7 +228,7 @@ def gomp_order(
     gains = {}
     for step in range(steps):
         r = residual()
-        gains = {t: float(np.sum((mats[t] @ r) ** 2 / denom[t][:, None])) for t in remaining}
+        gains = {t: float(np.sum(groups[t].sums(r) ** 2 / denom[t][:, None])) for t in remaining}
         best = max(remaining, key=lambda t: (gains[t], -t))
         chosen.append(best)
         remaining.remove(best)
