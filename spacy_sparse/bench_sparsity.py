@@ -192,6 +192,67 @@ def markdown(rows: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def plot_tables(out: Path) -> List[Path]:
+    """PNG figures from the tables' JSON in `out` (those that exist):
+    Martins' Fig. 2 (features made per epoch, per budget, against the full
+    model), Strubell's Table 4 as accuracy over templates per order, and
+    accuracy over file size for the Goldberg and Suzuki variants. Needs
+    matplotlib (`pip install spacy-sparse[plots]`)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ValueError("Plots need matplotlib: pip install 'spacy-sparse[plots]'") from None
+    out = Path(out)
+    written = []
+
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=120)
+        plt.close(fig)
+        written.append(out / name)
+
+    if (out / "martins.json").exists():
+        rows = srsly.read_json(out / "martins.json")
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for r in rows:
+            hist = [h for h in r.get("history", []) if h["features"] > 0]
+            if hist:
+                ax.plot([h["epoch"] for h in hist], [h["features"] for h in hist], marker="o", label=r["model"])
+            else:
+                ax.axhline(r["features"], color="grey", linestyle="--", label=f"{r['model']} (final)")
+        ax.set(xlabel="epoch", ylabel="features made", title="Sparseptron: features over epochs")
+        ax.legend(fontsize=7)
+        save(fig, "martins_memory.png")
+    if (out / "strubell.json").exists():
+        rows = srsly.read_json(out / "strubell.json")
+        fig, ax = plt.subplots(figsize=(6, 4))
+        methods: Dict[str, List[Any]] = {}
+        for r in rows:
+            method, k = r["model"].rsplit(" ", 1)
+            methods.setdefault(method, []).append((int(k), r["accuracy"]))
+        for method, points in methods.items():
+            points.sort()
+            ax.plot(*zip(*points), marker="o", label=method)
+        ax.set(xlabel="templates", ylabel="accuracy", title="Template orders")
+        ax.legend(fontsize=8)
+        save(fig, "strubell_orders.png")
+    for table in ("goldberg", "suzuki"):
+        if (out / f"{table}.json").exists():
+            rows = srsly.read_json(out / f"{table}.json")
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for r in rows:
+                ax.scatter(r["file_bytes"] / 1e6, r["accuracy"])
+                ax.annotate(r["model"], (r["file_bytes"] / 1e6, r["accuracy"]), fontsize=7)
+            ax.set(xlabel="model file (MB)", ylabel="accuracy", title=f"{table}: accuracy and size")
+            save(fig, f"{table}_size.png")
+    if not written:
+        raise ValueError(f"No table JSON in {out} to plot (run sparsity-bench first)")
+    return written
+
+
 def run_table(table: str, corpus: Path, out: Path) -> List[Dict[str, Any]]:
     if table not in TABLES:
         raise ValueError(f"Unknown table {table!r}; one of {sorted(TABLES)}")

@@ -1,5 +1,5 @@
 """`python -m spacy_sparse COMMAND`: demo, tag, tag-shards, bench, report, order-templates, convert-ud,
-convert-conll, jackknife, prune, quantize, sparsity-bench, ship-default."""
+convert-conll, jackknife, prune, quantize, sparsity-bench, sparsity-plot, ship-default."""
 import argparse
 import sys
 import time
@@ -219,6 +219,14 @@ def cmd_sparsity_bench(args: argparse.Namespace) -> int:
 
     run_table(args.table, Path(args.corpus), Path(args.output))
     msg.good(f"Wrote {Path(args.output) / (args.table + '.json')}")
+    return 0
+
+
+def cmd_sparsity_plot(args: argparse.Namespace) -> int:
+    from .bench_sparsity import plot_tables
+
+    for path in plot_tables(Path(args.output)):
+        msg.good(f"Wrote {path}")
     return 0
 
 
@@ -488,6 +496,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("corpus", help="directory with train/test(.dev).spacy: corpus/chunk or corpus/ewt")
     p.add_argument("output", help="directory for the trained variants and <table>.json")
     p.set_defaults(func=cmd_sparsity_bench)
+
+    p = sub.add_parser("sparsity-plot", help="figures (PNG) from sparsity-bench JSON (extra: spacy-sparse[plots])")
+    p.add_argument("output", help="the sparsity-bench output directory")
+    p.set_defaults(func=cmd_sparsity_plot)
 
     p = sub.add_parser("jackknife", help="tag the training data with k taggers that never saw their fold (for parser training)")
     p.add_argument("config", help="tagger training config, e.g. configs/tagger.cfg")
