@@ -203,8 +203,7 @@ def _restart_average(model: SparseLinearModel) -> None:
     if model.steps[0] > 0:
         model.W[:n] = model.W[:n] - (model.U[:n] / model.steps[0]).astype(np.float32)
     model.U[:n] = 0.0
-    # averaging restarts, but the decision counter (the lazy pull's clock)
-    # goes on: keep `steps` and shift the stamps instead would be wrong, so
-    # both restart together
+    # `steps` is both the averaging clock and the lazy pull's clock, and
+    # every row was just caught up: restart both at 0 together
     model.stamp[:] = 0.0
     model.steps[0] = 0.0
