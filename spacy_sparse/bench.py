@@ -46,10 +46,11 @@ def read_references(nlp: Language, path: Path) -> List[Doc]:
     return list(DocBin().from_disk(path).get_docs(nlp.vocab))
 
 
-def bare_docs(nlp: Language, references: Sequence[Doc], sents: bool = False) -> List[Doc]:
+def bare_docs(nlp: Language, references: Sequence[Doc], sents: bool = False, tags: bool = False) -> List[Doc]:
     """Unannotated copies of the gold docs (gold tokens, no tokenizer time;
-    with `sents`, the gold sentence starts too)."""
-    return [bare_copy(d, sents, nlp.vocab) for d in references]
+    with `sents`, the gold sentence starts too; with `tags`, the given tags,
+    for models that read them, like the chunker)."""
+    return [bare_copy(d, sents, nlp.vocab, tags=tags) for d in references]
 
 
 def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:
@@ -81,6 +82,7 @@ def run_bench(
     compare: Optional[str] = None,
     repeat: int = 3,
     sents: bool = False,
+    tags: bool = False,
 ) -> Dict[str, Any]:
     nlp = spacy.load(model)
     found = sparse_components(nlp)
@@ -94,7 +96,7 @@ def run_bench(
     # of a tagger + parser pipeline); the others run at their own margin
     name, pipe = found[-1]
     references = read_references(nlp, data)
-    docs = bare_docs(nlp, references, sents)
+    docs = bare_docs(nlp, references, sents, tags)
     n_words = sum(len(d) for d in docs)
     original = pipe.margin
     rows = []
@@ -119,7 +121,7 @@ def run_bench(
                               "repeat": repeat, "gold_sentences": sents, "rows": rows}
     if compare:
         other = spacy.load(compare)
-        other_docs = bare_docs(other, references, sents)
+        other_docs = bare_docs(other, references, sents, tags)
         time_pipe(other, other_docs[:20], 1)
         other_wps = time_pipe(other, other_docs, repeat)
         result["compare"] = {"model": str(compare), "words_per_second": other_wps}

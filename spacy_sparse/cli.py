@@ -42,7 +42,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import parse_margins, run_bench
 
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
-                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents)
+                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags)
     sents = ", gold sentences" if result["gold_sentences"] else ""
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words{sents}, "
              f"best of {result['repeat']})")
@@ -440,6 +440,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
     p.add_argument("--gold-sents", action="store_true", help="give the pipeline the gold sentence boundaries")
+    p.add_argument("--gold-tags", action="store_true",
+                   help="give the pipeline the data's tag_ (for models that read it, e.g. the chunker's ptag)")
     p.add_argument("--json", help="write the rows as JSON here")
     p.add_argument("--json-full", help="also write the full result (machine, compare) here")
     p.set_defaults(func=cmd_bench)

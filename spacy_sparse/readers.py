@@ -28,24 +28,28 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     n = 0
     for file in files:
         for ref in DocBin().from_disk(file).get_docs(nlp.vocab):
-            doc = bare_copy(ref, sents)
-            if tags and len(ref):
-                doc.from_array([TAG], ref.to_array([TAG]))
+            doc = bare_copy(ref, sents, tags=tags)
             yield Example(doc, ref)
             n += 1
             if limit and n >= limit:
                 return
 
 
-def bare_copy(ref: Doc, sents: bool = False, vocab=None) -> Doc:
-    """A doc with the tokens of `ref` (and its sentence starts, if asked and
-    set) but none of its other annotation, in `vocab` (default: ref's)."""
+def bare_copy(ref: Doc, sents: bool = False, vocab=None, tags: bool = False) -> Doc:
+    """A doc with the tokens of `ref` (and, if asked, its sentence starts
+    and its tag_, the input of models with `ptag` templates) but none of its
+    other annotation, in `vocab` (default: ref's)."""
     words = [t.text for t in ref]
     spaces = [bool(t.whitespace_) for t in ref]
     starts = None
     if sents and len(ref) and ref.has_annotation("SENT_START"):
         starts = [bool(t.is_sent_start) for t in ref]
-    return Doc(vocab or ref.vocab, words=words, spaces=spaces, sent_starts=starts)
+    doc = Doc(vocab or ref.vocab, words=words, spaces=spaces, sent_starts=starts)
+    if tags and len(ref):
+        for tag in {t.tag_ for t in ref}:  # the array holds string hashes: the vocab needs the strings
+            doc.vocab.strings.add(tag)
+        doc.from_array([TAG], ref.to_array([TAG]))
+    return doc
 
 
 @registry.readers("spacy_sparse.GoldTokenCorpus.v1")
