@@ -358,3 +358,24 @@ def test_sparsity_plot_writes_figures(tmp_path):
     written = plot_tables(tmp_path)
     assert [p.name for p in written] == ["martins_memory.png", "strubell_orders.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+def test_callback_acts_on_tagger_and_parser_alike(corpus, tmp_path):
+    """The methods are written against the shared model: a joint tagger +
+    parser pipeline gets selection, min-update and DC-ADMM on both."""
+    from spacy.util import load_config
+
+    cfg = load_config(ROOT / "configs/tagger_parser.cfg")
+    cfg["training"]["before_update"] = {
+        "@callbacks": "spacy_sparse.sparsity.v1", "sparseptron": {"budget": 12, "every": 40, "epochs": 1},
+        "min_update": {"k": 2}, "dc_admm": {"zeta": 2, "start_epoch": 1}}
+    cfg["training"]["max_epochs"] = 4
+    cfg.to_disk(tmp_path / "config.cfg")
+    log = _spacy_train(tmp_path / "config.cfg", corpus / "train.spacy", corpus / "dev.spacy", tmp_path / "out")
+    assert "sparse_parser: refit (debias) on" in log and "sparse_parser epoch 3: ADMM iteration 1" in log
+    nlp = spacy.load(tmp_path / "out" / "model-last")
+    for name in ("sparse_tagger", "sparse_parser"):
+        model = nlp.get_pipe(name).sparse
+        assert len(model.templates) <= 12 and 0 < model.stats()["distinct_weights"] <= 4
+    doc = nlp("The committee approved the plan on Tuesday .")
+    assert all(t.tag_ for t in doc) and sum(t.dep_ == "ROOT" for t in doc) >= 1
