@@ -379,3 +379,25 @@ def test_callback_acts_on_tagger_and_parser_alike(corpus, tmp_path):
         assert len(model.templates) <= 12 and 0 < model.stats()["distinct_weights"] <= 4
     doc = nlp("The committee approved the plan on Tuesday .")
     assert all(t.tag_ for t in doc) and sum(t.dep_ == "ROOT" for t in doc) >= 1
+
+
+def test_callback_names_missing_components_clearly(small_tagger):
+    from spacy_sparse.callbacks import make_sparsity_callback
+
+    callback = make_sparsity_callback(min_update={"k": 2}, components=["chunker"])
+    nlp, _ = small_tagger
+    with pytest.raises(ValueError, match="no sparse component named"):
+        callback(nlp, {"epoch": 0})
+    with pytest.raises(ValueError, match="has no sparse component"):
+        make_sparsity_callback(min_update={"k": 2})(spacy.blank("en"), {"epoch": 0})
+
+
+def test_quantize_cli_makes_a_grouped_model(corpus, tmp_path):
+    run("spacy", "train", "configs/tagger.cfg", "--output", str(tmp_path / "t"), "--paths.train",
+        str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"), "--training.max_epochs", "2")
+    out = run("spacy_sparse", "quantize", str(tmp_path / "t" / "model-last"), str(tmp_path / "q"), "--zeta", "2")
+    assert "quantized to 4 values" in out
+    model = spacy.load(tmp_path / "q").get_pipe("sparse_tagger").sparse
+    assert model.to_dict()["weights"] == "grouped" and model.stats()["distinct_weights"] == 4
+    report = run("spacy_sparse", "report", str(tmp_path / "q"))
+    assert "bytes per part" in report and "codebook" in report
