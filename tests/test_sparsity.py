@@ -401,3 +401,20 @@ def test_quantize_cli_makes_a_grouped_model(corpus, tmp_path):
     assert model.to_dict()["weights"] == "grouped" and model.stats()["distinct_weights"] == 4
     report = run("spacy_sparse", "report", str(tmp_path / "q"))
     assert "bytes per part" in report and "codebook" in report
+
+
+def test_coarse_to_fine_budget_step_keeps_between_one_and_budget():
+    from spacy_sparse.learn.sparseptron import budget_factors, coarse_groups
+
+    names = ["ptag@0", "ptag@1", "ptag@-1+ptag@0", "lower@0", "lower@1", "lower@0+lower@1", "shape@0", "shape@1"]
+    coarse = coarse_groups(names)
+    assert coarse.tolist() == [0, 0, 0, 1, 1, 1, 2, 2]
+    rng = np.random.default_rng(4)
+    for budget in (1, 2, 3, 5):
+        for _ in range(30):
+            norms = rng.exponential(size=8)
+            sizes = rng.integers(10, 10000, size=8)
+            d = np.log2(sizes)
+            coarse_d = np.log2(np.bincount(coarse, weights=sizes))
+            tau, factor = budget_factors(norms, d, budget, coarse, coarse_d)
+            assert tau > 0 and 1 <= np.count_nonzero(factor) <= budget

@@ -12,7 +12,7 @@ template; a zeroed group's features are deleted (their memory freed) and may
 grow back from later gradients, as in the paper.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -103,20 +103,55 @@ def template_norms(model: SparseLinearModel) -> np.ndarray:
     return model.scale.astype(np.float64) * np.sqrt(np.maximum(model.norm2, 0.0))
 
 
+def _prox_factors(norms: np.ndarray, d: np.ndarray, tau: float, coarse: Optional[np.ndarray],
+                  coarse_d: Optional[np.ndarray]) -> np.ndarray:
+    """Per-template factors of the prox at gravity tau: the fine layer
+    (Eq. 14 per template), then, with coarse groups, the coarse layer on
+    what the fine one left (sequential prox steps over the two layers)."""
+    factor = group_prox_factor(norms, tau * d)
+    if coarse is not None:
+        c_norms = np.sqrt(np.bincount(coarse, weights=(norms * factor) ** 2))
+        factor = factor * group_prox_factor(c_norms, tau * coarse_d)[coarse]
+    return factor
+
+
+def budget_factors(norms: np.ndarray, d: np.ndarray, budget: int, coarse: Optional[np.ndarray] = None,
+                   coarse_d: Optional[np.ndarray] = None) -> Tuple[float, np.ndarray]:
+    """The gravity and per-template factors of a budget step: at most
+    `budget` templates survive. With one layer the gravity sits between the
+    budget-th and next |w_m|/d_m; with coarse groups too, it is the smallest
+    gravity (by bisection) at which both layers together leave at most
+    `budget`, which may be fewer when a coarse group goes at once (never
+    none: then the fine layer alone decides)."""
+    tau = budget_gravity(norms, d, budget)
+    if tau == 0:
+        return 0.0, np.ones_like(norms, dtype=np.float64)
+    if coarse is None:
+        return tau, _prox_factors(norms, d, tau, None, None)
+    lo, hi = 0.0, tau
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if np.count_nonzero(_prox_factors(norms, d, mid, coarse, coarse_d)) <= budget:
+            hi = mid
+        else:
+            lo = mid
+    factor = _prox_factors(norms, d, hi, coarse, coarse_d)
+    if not factor.any():
+        return tau, _prox_factors(norms, d, tau, None, None)
+    return hi, factor
+
+
 def prox_step(model: SparseLinearModel, settings: SparseptronSettings) -> Dict[str, float]:
     """One budget-driven group-lasso step on the model; returns what it did."""
     norms = template_norms(model)
     d = group_weights(model.tab_count, settings.group_weight)
-    tau = budget_gravity(norms, d, settings.budget)
+    coarse = coarse_d = None
+    if settings.coarse_to_fine:
+        coarse = coarse_groups(model.template_names)
+        coarse_d = group_weights(np.bincount(coarse, weights=model.tab_count.astype(np.float64)),
+                                 settings.group_weight)
+    tau, factor = budget_factors(norms, d, settings.budget, coarse, coarse_d)
     if tau > 0:
-        factor = group_prox_factor(norms, tau * d)
-        if settings.coarse_to_fine:
-            coarse = coarse_groups(model.template_names)
-            after = norms * factor
-            c_norms = np.sqrt(np.bincount(coarse, weights=after ** 2))
-            c_sizes = np.bincount(coarse, weights=model.tab_count.astype(np.float64))
-            c_factor = group_prox_factor(c_norms, tau * group_weights(c_sizes, settings.group_weight))
-            factor = factor * c_factor[coarse]
         model.scale *= factor.astype(np.float32)
         dead = (factor == 0) & (model.tab_count > 0)
         if dead.any():
