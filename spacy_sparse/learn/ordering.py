@@ -16,7 +16,7 @@ as the same ordering file (a JSON list of template names):
 """
 import math
 import random
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import spacy

@@ -5,7 +5,7 @@ A subclass supplies its label mask (`_allowed`), the gold label index per
 token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
-from typing import Dict, Iterable, List, Tuple
+from typing import Iterable, List, Tuple
 
 import numpy as np
 from spacy.attrs import TAG
