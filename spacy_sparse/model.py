@@ -18,17 +18,19 @@ Two weight layouts share those row numbers:
 Loading rebuilds the hash tables from the stored keys.
 """
 import threading
+import zlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
+from .kernels.hashing import capacity_for, fill_tables, fold_keys, new_table, rehash
 from .templates import Template, compile_templates, parse_templates
 
 FORMAT_NAME = "spacy-sparse-linear"
-FORMAT_VERSION = 2
-# version 1 files (float weights only) still load
-READ_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+# versions 1 (float weights only) and 2 (64-bit keys) still load; their keys
+# are folded to 32 bits as the kernels now make them
+READ_VERSIONS = (1, 2, 3)
 # most distinct weights a grouped file holds (codes fit in one byte)
 MAX_CODEBOOK = 256
 
@@ -422,7 +424,7 @@ class SparseLinearModel:
             "labels": list(self.labels),
             # features are stored grouped by template, in template order
             "template_features": counts,
-            "feature_key": keys_of_row[keep],
+            "feature_key": keys_of_row[keep].astype(np.uint32),
             "class_keys": np.array(sorted(self.lex_classes), dtype=np.uint64),
             "class_values": np.array([self.lex_classes[k] for k in sorted(self.lex_classes)], dtype=np.uint64),
         }
@@ -434,7 +436,18 @@ class SparseLinearModel:
         n_codes = max(1, codebook.size)
         entries = lab[take].astype(np.int64) * n_codes + np.searchsorted(codebook, values)
         out.update(weights="grouped", codebook=codebook)
-        out.update(_rows_grouped(row_len, entries, self.n_labels * n_codes))
+        rows = _rows_grouped(row_len, entries, self.n_labels * n_codes)
+        if "feature_row" in rows:
+            # within a template, features sorted by shared row: the row
+            # index then climbs, and its steps (stored) are mostly zero
+            tpl = np.repeat(np.arange(counts.size), counts)
+            index = rows["feature_row"].astype(np.int64)
+            order = np.lexsort((out["feature_key"], index, tpl))
+            out["feature_key"] = out["feature_key"][order]
+            rows["feature_row"] = _steps_within(index[order], counts)
+        # codes are few and skewed: zlib (stdlib, data only) stores them in
+        # about a third of their bytes; keys are random and stay as they are
+        out.update({name: _zipped(arr) for name, arr in rows.items()})
         return out
 
     @classmethod
@@ -444,14 +457,19 @@ class SparseLinearModel:
         model = cls(msg["templates"], msg["labels"])
         n_tpl, n_labels = len(model.templates), len(model.labels)
         counts = _array(msg, "template_features", (np.int64,), 1)
-        keys = _array(msg, "feature_key", (np.uint64,), 1)
-        row_len, lab, val = _read_rows(msg, n_labels, keys.shape[0])
+        legacy = msg["version"] < 3
+        keys = _array(msg, "feature_key", (np.uint64,) if legacy else (np.uint32,), 1).astype(np.uint64)
         n = keys.shape[0]
         if counts.shape[0] != n_tpl or np.any(counts < 0) or counts.sum() != n:
             raise ValueError("Corrupt model: feature counts per template do not add up")
+        row_len, lab, val = _read_rows(msg, n_labels, counts)
         if row_len.shape[0] != n or lab.shape[0] != val.shape[0] or int(row_len.sum()) != lab.shape[0]:
             raise ValueError("Corrupt model: feature arrays disagree in length")
         tpl = np.repeat(np.arange(n_tpl, dtype=np.int32), counts)
+        if legacy and n:
+            keys, tpl, row_len, lab, val = _fold_legacy(keys, tpl, row_len, lab, val)
+            counts = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
+            n = keys.shape[0]
         if lab.size and int(lab.max()) >= n_labels:
             raise ValueError("Corrupt model: a weight names a label that does not exist")
         if np.any(keys == 0) or not np.all(np.isfinite(val)):
@@ -521,19 +539,47 @@ def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> D
     plain = {"row_length": row_len.astype(len_dt), "row_entry": entries.astype(entry_dt)}
     if row_len.size < 2:
         return plain
-    # rows padded to a matrix (n_entries marks the padding) to find repeats
-    width = int(row_len.max())
-    mat = np.full((row_len.size, width), n_entries, dtype=np.int64)
-    mat[np.repeat(np.arange(row_len.size), row_len), _positions_in_rows(row_len)] = entries
-    uniq, index = np.unique(mat, axis=0, return_inverse=True)
-    u_len = (uniq != n_entries).sum(axis=1)
-    merged_bytes = index.size * np.dtype(_index_dtype(uniq.shape[0] - 1)).itemsize + \
+    same = _same_rows(row_len, entries)
+    if same is None:
+        return plain
+    first, index = same
+    # distinct rows in lexicographic order: neighbours then look alike,
+    # which zlib rewards (a quarter fewer bytes than hash order)
+    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+    u_len = row_len[first]
+    mat = np.full((first.size, int(u_len.max())), n_entries, dtype=np.int64)
+    mat[np.repeat(np.arange(first.size), u_len), _positions_in_rows(u_len)] = entries[_gather_ranges(starts[first], u_len)]
+    order = np.lexsort(mat.T[::-1])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    first, index = first[order], rank[index]
+    u_len = row_len[first]
+    merged_bytes = index.size * np.dtype(_index_dtype(first.size - 1)).itemsize + \
         int(u_len.sum()) * np.dtype(entry_dt).itemsize + u_len.size * np.dtype(len_dt).itemsize
     plain_bytes = row_len.size * np.dtype(len_dt).itemsize + entries.size * np.dtype(entry_dt).itemsize
     if merged_bytes >= plain_bytes:
         return plain
-    return {"row_length": u_len.astype(len_dt), "row_entry": uniq[uniq != n_entries].astype(entry_dt),
-            "feature_row": index.reshape(-1).astype(_index_dtype(uniq.shape[0] - 1))}
+    return {"row_length": u_len.astype(len_dt), "row_entry": entries[_gather_ranges(starts[first], u_len)].astype(entry_dt),
+            "feature_row": index.astype(_index_dtype(first.size - 1))}
+
+
+def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """(first, index): the distinct rows (by their first feature) and each
+    feature's distinct row. Rows are told apart by a 64-bit hash of their
+    entries and then compared in full; None if two rows share a hash (the
+    caller then stores every row)."""
+    pos = _positions_in_rows(row_len)
+    mults = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=int(row_len.max()), dtype=np.uint64) | np.uint64(1)
+    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
+    with np.errstate(over="ignore"):
+        mixed = (entries.astype(np.uint64) + np.uint64(1)) * mults[pos]
+        hashes = np.add.reduceat(mixed, starts) + row_len.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    _, first, index = np.unique(hashes, return_index=True, return_inverse=True)
+    index = index.reshape(-1)
+    rep_len = row_len[first][index]
+    if np.any(rep_len != row_len) or np.any(entries[_gather_ranges(starts[first][index], rep_len)] != entries):
+        return None
+    return first, index
 
 
 def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
@@ -542,7 +588,63 @@ def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
     return np.arange(int(row_len.sum())) - np.repeat(starts, row_len)
 
 
-def _read_rows(msg: Dict[str, Any], n_labels: int, n_features: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _steps_within(index: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Row indexes sorted within each template -> their steps (the first of
+    each template kept whole), all >= 0."""
+    steps = np.diff(index, prepend=0)
+    starts = np.cumsum(counts)[:-1]
+    starts = starts[counts[1:] > 0] if starts.size else starts
+    steps[starts] = index[starts]
+    return steps.astype(_index_dtype(int(steps.max()) if steps.size else 0))
+
+
+def _index_from_steps(steps: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Inverse of _steps_within."""
+    total = np.cumsum(steps)
+    starts = np.cumsum(counts) - counts
+    # each template's first step is whole: subtract the sum before it
+    before = np.where(starts > 0, total[np.maximum(starts - 1, 0)], 0) if total.size else np.zeros_like(counts)
+    return total - np.repeat(before, counts)
+
+
+def _fold_legacy(keys, tpl, row_len, lab, val):
+    """64-bit keys of a version 1/2 file folded to 32 bits; where two
+    features of a template now share a key (rare), the first one stays."""
+    keys = fold_keys(keys)
+    _, first = np.unique((tpl.astype(np.uint64) << np.uint64(32)) | keys, return_index=True)
+    if first.size == keys.size:
+        return keys, tpl, row_len, lab, val
+    keep = np.sort(first)
+    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
+    take = _gather_ranges(starts[keep], row_len[keep].astype(np.int64))
+    return keys[keep], tpl[keep], row_len[keep], lab[take], val[take]
+
+
+def _zipped(arr: np.ndarray) -> Dict[str, Any]:
+    return {"zlib": zlib.compress(np.ascontiguousarray(arr).tobytes(), 6), "dtype": arr.dtype.str,
+            "size": int(arr.size)}
+
+
+def _unzipped(field: Dict[str, Any], name: str) -> np.ndarray:
+    """A 1-d array stored by _zipped. The declared size bounds what is
+    inflated, so a corrupt or hostile file cannot exhaust memory."""
+    data, dtype, size = field.get("zlib"), field.get("dtype"), field.get("size")
+    if not isinstance(data, bytes) or dtype not in ("|u1", "<u2", "<u4", "<u8") or not isinstance(size, int):
+        raise ValueError(f"Corrupt model: field {name!r} is not a valid compressed array")
+    n_bytes = size * np.dtype(dtype).itemsize
+    if size < 0 or n_bytes > 1100 * len(data) + 64:  # beyond what zlib can reach
+        raise ValueError(f"Corrupt model: field {name!r} declares an impossible size")
+    inflate = zlib.decompressobj()
+    try:
+        raw = inflate.decompress(data, n_bytes)
+    except zlib.error as err:
+        raise ValueError(f"Corrupt model: field {name!r} does not inflate ({err})") from None
+    if len(raw) != n_bytes or not inflate.eof or inflate.unconsumed_tail:
+        raise ValueError(f"Corrupt model: field {name!r} has the wrong length")
+    return np.frombuffer(raw, dtype=dtype).copy()
+
+
+def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row_length, label, value) per feature from either weight layout."""
     uints = (np.uint8, np.uint16, np.uint32, np.uint64)
     if msg.get("version") == 1 or msg.get("weights") == "float":
@@ -559,9 +661,12 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, n_features: int) -> Tuple[np.
         raise ValueError("Corrupt model: feature arrays disagree in length")
     if entries.size and int(entries.max()) >= n_labels * n_codes:
         raise ValueError("Corrupt model: a weight code is out of range")
+    n_features = int(counts.sum())
     if "feature_row" in msg:
         index = _array(msg, "feature_row", uints, 1).astype(np.int64)
-        if index.size != n_features or (index.size and int(index.max()) >= row_len.size):
+        if msg["version"] >= 3 and index.size == n_features:
+            index = _index_from_steps(index, counts)
+        if index.size != n_features or (index.size and (int(index.max()) >= row_len.size or index.min() < 0)):
             raise ValueError("Corrupt model: feature rows out of range")
         starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
         per_len = row_len[index]
@@ -618,6 +723,8 @@ def _check_format(msg: Any) -> None:
 
 def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int) -> np.ndarray:
     arr = msg.get(name)
+    if isinstance(arr, dict):
+        arr = _unzipped(arr, name)
     if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.dtype not in [np.dtype(d) for d in dtypes]:
         raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
     return arr

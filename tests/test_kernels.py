@@ -48,7 +48,7 @@ def py_predict(model, batch, margin):
                     else:
                         v = int(batch.lex[batch.lex_rows[p], LEX_ATTRS.index(atom.attr)])
                     h = py_mix(h, v & MASK)
-                h = h or 1
+                h = ((h ^ (h >> 32)) & 0xFFFFFFFF) or 1  # keys are folded to 32 bits
                 row = table.get((t, h))
                 if row is not None:
                     scores = scores + W[row]

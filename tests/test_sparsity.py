@@ -19,6 +19,7 @@ from spacy_sparse.learn.sparseptron import (
     survivors,
     template_norms,
 )
+from spacy_sparse.kernels.hashing import fold_keys
 from spacy_sparse.model import SparseLinearModel
 
 CHUNKS = SHARED / "conll2000-chunking"
@@ -175,7 +176,9 @@ def test_float_files_and_version_1_files_still_load(ewt_refs):
     model = tagger.sparse
     msg = model.to_dict(grouped=False)
     assert msg["weights"] == "float"
-    old = dict(msg, version=1)
+    assert msg["feature_key"].dtype == np.uint32
+    # files before version 3 hold 64-bit keys; with zero high bits they fold to themselves
+    old = dict(msg, version=1, feature_key=msg["feature_key"].astype(np.uint64))
     del old["weights"]
     for data in (srsly.msgpack_dumps(msg), srsly.msgpack_dumps(old)):
         again = SparseLinearModel.from_bytes(data)
@@ -184,14 +187,44 @@ def test_float_files_and_version_1_files_still_load(ewt_refs):
             assert np.array_equal(back[field], msg[field])
 
 
+def test_version_2_keys_that_fold_together_keep_the_first(ewt_refs):
+    import srsly
+
+    _, tagger = train_tagger(ewt_refs["train"][:40], epochs=1)
+    msg = dict(tagger.sparse.to_dict(grouped=False), version=2)
+    keys = msg["feature_key"].astype(np.uint64)
+    assert msg["template_features"][0] >= 2
+    # a 64-bit key whose fold equals the first key of template 0
+    high = np.uint64(0xABCDEF)
+    keys[1] = (high << np.uint64(32)) | (keys[0] ^ high)
+    assert fold_keys(keys[:2])[1] == keys[0]
+    loaded = SparseLinearModel.from_bytes(srsly.msgpack_dumps(dict(msg, feature_key=keys)))
+    back = loaded.to_dict(grouped=False)
+    assert back["feature_key"].size == keys.size - 1
+    assert back["template_features"][0] == msg["template_features"][0] - 1
+    n0 = int(msg["row_length"][0])
+    assert np.array_equal(back["row_value"][:n0], msg["row_value"][:n0])  # the first one's weights
+
+
 def test_corrupt_grouped_file_fails_clearly(small_tagger):
     import srsly
 
+    from spacy_sparse.model import _unzipped, _zipped
+
     _, tagger = small_tagger
     msg = tagger.sparse.to_dict(grouped=True)
-    bad = dict(msg, row_entry=(msg["row_entry"].astype(np.int64) + 10 ** 6).astype(np.uint32))
+    entries = _unzipped(msg["row_entry"], "row_entry")
+    bad = dict(msg, row_entry=_zipped((entries.astype(np.int64) + 10 ** 6).astype(np.uint32)))
     with pytest.raises(ValueError, match="Corrupt model"):
         SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))
+    zipped = msg["row_entry"]
+    for field in (dict(zipped, zlib=zipped["zlib"][:-5]),          # truncated
+                  dict(zipped, zlib=b"not zlib at all"),
+                  dict(zipped, size=zipped["size"] + 1),            # inflates short
+                  dict(zipped, size=10 ** 12),                      # a bomb's claim
+                  dict(zipped, dtype="<f8")):
+        with pytest.raises(ValueError, match="Corrupt model"):
+            SparseLinearModel.from_bytes(srsly.msgpack_dumps(dict(msg, row_entry=field)))
     bad = dict(msg, weights="zip")
     with pytest.raises(ValueError, match="weight layout"):
         SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))

@@ -15,6 +15,8 @@ MUL3 = np.uint64(0x94D049BB133111EB)
 SH30 = np.uint64(30)
 SH27 = np.uint64(27)
 SH31 = np.uint64(31)
+SH32 = np.uint64(32)
+LOW32 = np.uint64(0xFFFFFFFF)
 # Values atoms take past the edges of a doc: one per distance and side, far
 # from the small integers that label atoms use.
 PAD_LEFT = np.uint64(0x5BD1E9955BD1E995)
@@ -28,6 +30,25 @@ def mix(h, v):
     z = (z ^ (z >> SH30)) * MUL2
     z = (z ^ (z >> SH27)) * MUL3
     return z ^ (z >> SH31)
+
+
+@njit(cache=True, nogil=True)
+def finish_key(h):
+    """The feature key of a running key h: folded to 32 bits, so a model
+    file spends four bytes a feature on keys, not eight (two features of one
+    template share a key with odds n / 2**32; they then share a row, as with
+    the hashing trick). 0 marks an empty slot, so it becomes 1."""
+    k = (h ^ (h >> SH32)) & LOW32
+    return k if k != 0 else U1
+
+
+def fold_keys(keys: np.ndarray) -> np.ndarray:
+    """finish_key over an array of 64-bit keys (files written before keys
+    were folded)."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    folded = (keys ^ (keys >> SH32)) & LOW32
+    folded[folded == 0] = U1
+    return folded
 
 
 @njit(cache=True, nogil=True)

@@ -20,7 +20,7 @@ token at each slot of templates.SLOTS), so atoms cost one array read.
 import numpy as np
 from numba import njit
 
-from .hashing import PAD_LEFT, PAD_RIGHT, mix
+from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import (LOOKAHEAD, NEG_INF, best_valid, find_row, first_lead, prefix_train_step, score_block,
                       score_counted)
 
@@ -146,7 +146,7 @@ def state_keys(keys, t0, t1, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, 
             else:
                 v = np.uint64(distance_bucket(b0 - tok))
             h = mix(h, v)
-        keys[t] = h if h != 0 else np.uint64(1)
+        keys[t] = finish_key(h)
 
 
 @njit(cache=True, nogil=True)

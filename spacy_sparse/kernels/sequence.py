@@ -16,7 +16,7 @@ token's tag_ hash as given before the component ran (what `ptag` reads).
 import numpy as np
 from numba import njit
 
-from .hashing import PAD_LEFT, PAD_RIGHT, mix
+from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import LOOKAHEAD, best_valid, first_lead, prefix_train_step, score_block
 
 
@@ -44,9 +44,7 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
         else:
             v = tags[p]
         h = mix(h, v)
-    if h == 0:
-        h = np.uint64(1)
-    return h
+    return finish_key(h)
 
 
 @njit(cache=True, nogil=True)
