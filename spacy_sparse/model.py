@@ -568,18 +568,23 @@ def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.nd
     feature's distinct row. Rows are told apart by a 64-bit hash of their
     entries and then compared in full; None if two rows share a hash (the
     caller then stores every row)."""
-    pos = _positions_in_rows(row_len)
-    mults = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=int(row_len.max()), dtype=np.uint64) | np.uint64(1)
     starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
-    with np.errstate(over="ignore"):
-        mixed = (entries.astype(np.uint64) + np.uint64(1)) * mults[pos]
-        hashes = np.add.reduceat(mixed, starts) + row_len.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    _, first, index = np.unique(hashes, return_index=True, return_inverse=True)
+    _, first, index = np.unique(_row_hashes(row_len, entries), return_index=True, return_inverse=True)
     index = index.reshape(-1)
     rep_len = row_len[first][index]
     if np.any(rep_len != row_len) or np.any(entries[_gather_ranges(starts[first][index], rep_len)] != entries):
         return None
     return first, index
+
+
+def _row_hashes(row_len: np.ndarray, entries: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each (nonempty) row: its entries times fixed odd
+    multipliers by position, summed, plus its length."""
+    mults = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=int(row_len.max()), dtype=np.uint64) | np.uint64(1)
+    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
+    with np.errstate(over="ignore"):
+        mixed = (entries.astype(np.uint64) + np.uint64(1)) * mults[_positions_in_rows(row_len)]
+        return np.add.reduceat(mixed, starts) + row_len.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
 
 
 def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:

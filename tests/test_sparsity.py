@@ -153,6 +153,7 @@ def test_grouped_file_round_trips_to_identical_predictions(small_tagger, ewt_ref
     quantize(tagger.sparse, AdmmSettings(zeta=4))
     msg = tagger.sparse.to_dict()
     assert msg["weights"] == "grouped" and msg["codebook"].size <= 8
+    assert "feature_row" in msg  # rows shared by several features are stored once
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:40])]
     before = tagger.predict(docs)[0]
     nlp.to_disk(tmp_path / "m")
@@ -185,6 +186,19 @@ def test_float_files_and_version_1_files_still_load(ewt_refs):
         back = again.to_dict(grouped=False)
         for field in ("feature_key", "row_length", "row_label", "row_value", "template_features"):
             assert np.array_equal(back[field], msg[field])
+
+
+def test_rows_are_merged_exactly_even_when_hashes_collide(monkeypatch):
+    from spacy_sparse import model as model_mod
+
+    row_len = np.array([2, 1, 2, 2, 1])
+    entries = np.array([3, 5, 7, 3, 5, 1, 2, 7])
+    first, index = model_mod._same_rows(row_len, entries)
+    assert np.array_equal(index[[0, 2]], [index[0]] * 2) and np.array_equal(index[[1, 4]], [index[1]] * 2)
+    assert len(set(index.tolist())) == 3
+    # if every row hashed alike, the full comparison must refuse to merge
+    monkeypatch.setattr(model_mod, "_row_hashes", lambda lens, _: np.zeros(lens.size, dtype=np.uint64))
+    assert model_mod._same_rows(row_len, entries) is None
 
 
 def test_version_2_keys_that_fold_together_keep_the_first(ewt_refs):
