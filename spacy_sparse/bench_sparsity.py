@@ -196,7 +196,7 @@ COLUMNS = ["model", "accuracy", "templates", "nonzero_features", "distinct_weigh
 
 
 def markdown(rows: List[Dict[str, Any]]) -> str:
-    extra = [k for k in rows[0] if k.startswith(("wps_", "words_per", "speedup", "accuracy_margin"))]
+    extra = [k for k in rows[0] if k.startswith(("wps_", "words_per", "speedup", "accuracy_margin", "smaller_than"))]
     cols = COLUMNS + extra
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
