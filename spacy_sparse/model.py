@@ -545,7 +545,7 @@ def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> D
     first, index = same
     # distinct rows in lexicographic order: neighbours then look alike,
     # which zlib rewards (a quarter fewer bytes than hash order)
-    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+    starts = _row_starts(row_len)
     u_len = row_len[first]
     mat = np.full((first.size, int(u_len.max())), n_entries, dtype=np.int64)
     mat[np.repeat(np.arange(first.size), u_len), _positions_in_rows(u_len)] = entries[_gather_ranges(starts[first], u_len)]
@@ -568,7 +568,7 @@ def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.nd
     feature's distinct row. Rows are told apart by a 64-bit hash of their
     entries and then compared in full; None if two rows share a hash (the
     caller then stores every row)."""
-    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
+    starts = _row_starts(row_len)
     _, first, index = np.unique(_row_hashes(row_len, entries), return_index=True, return_inverse=True)
     index = index.reshape(-1)
     rep_len = row_len[first][index]
@@ -581,15 +581,22 @@ def _row_hashes(row_len: np.ndarray, entries: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each (nonempty) row: its entries times fixed odd
     multipliers by position, summed, plus its length."""
     mults = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=int(row_len.max()), dtype=np.uint64) | np.uint64(1)
-    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
+    starts = _row_starts(row_len)
     with np.errstate(over="ignore"):
         mixed = (entries.astype(np.uint64) + np.uint64(1)) * mults[_positions_in_rows(row_len)]
         return np.add.reduceat(mixed, starts) + row_len.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
 
 
+def _row_starts(row_len: np.ndarray) -> np.ndarray:
+    """Where each row begins in the concatenated entries."""
+    starts = np.zeros(row_len.size, dtype=np.int64)
+    np.cumsum(row_len[:-1], dtype=np.int64, out=starts[1:])
+    return starts
+
+
 def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
     """0, 1, .., len-1 for each row, concatenated."""
-    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+    starts = _row_starts(row_len)
     return np.arange(int(row_len.sum())) - np.repeat(starts, row_len)
 
 
@@ -620,7 +627,7 @@ def _fold_legacy(keys, tpl, row_len, lab, val):
     if first.size == keys.size:
         return keys, tpl, row_len, lab, val
     keep = np.sort(first)
-    starts = np.concatenate([[0], np.cumsum(row_len)[:-1]]).astype(np.int64)
+    starts = _row_starts(row_len)
     take = _gather_ranges(starts[keep], row_len[keep].astype(np.int64))
     return keys[keep], tpl[keep], row_len[keep], lab[take], val[take]
 
@@ -673,7 +680,7 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[
             index = _index_from_steps(index, counts)
         if index.size != n_features or (index.size and (int(index.max()) >= row_len.size or index.min() < 0)):
             raise ValueError("Corrupt model: feature rows out of range")
-        starts = np.concatenate([[0], np.cumsum(row_len)[:-1]])
+        starts = _row_starts(row_len)
         per_len = row_len[index]
         entries = entries[_gather_ranges(starts[index], per_len)]
         row_len = per_len
@@ -686,7 +693,7 @@ def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    offsets = np.repeat(starts - _row_starts(lengths), lengths)
     return offsets + np.arange(total)
 
 
