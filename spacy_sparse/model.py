@@ -27,10 +27,12 @@ from .kernels.hashing import capacity_for, fill_tables, fold_keys, new_table, re
 from .templates import Template, compile_templates, parse_templates
 
 FORMAT_NAME = "spacy-sparse-linear"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # versions 1 (float weights only) and 2 (64-bit keys) still load; their keys
-# are folded to 32 bits as the kernels now make them
-READ_VERSIONS = (1, 2, 3)
+# are folded to 32 bits as the kernels now make them. Version 3 stored keys
+# whole and codes as (label, code); version 4 stores both as steps.
+READ_VERSIONS = (1, 2, 3, 4)
+UINTS = (np.uint8, np.uint16, np.uint32, np.uint64)
 # most distinct weights a grouped file holds (codes fit in one byte)
 MAX_CODEBOOK = 256
 
@@ -397,12 +399,17 @@ class SparseLinearModel:
         code per weight, label and code packed into one integer; identical
         rows are stored once when that is smaller; templates left without
         features are dropped. grouped=None decides by the number of
-        distinct values (at most MAX_CODEBOOK)."""
+        distinct values (at most MAX_CODEBOOK).
+
+        Within a template, features are sorted by key and the keys stored
+        as steps (the first whole): a set of random 32-bit keys then takes
+        about 20 bits a key instead of 32. A row's labels climb, so a
+        grouped row stores label steps too, which zlib packs tighter."""
         ptr, lab, val = self.compact()
         keys_of_row = self.keys_of_rows()
         row_len = np.diff(ptr)
         keep = np.flatnonzero(row_len > 0)
-        keep = keep[np.argsort(self.row_tpl[keep], kind="stable")]
+        keep = keep[np.lexsort((keys_of_row[keep], self.row_tpl[keep]))]
         row_len = row_len[keep]
         take = _gather_ranges(ptr[keep], row_len)
         counts = np.bincount(self.row_tpl[keep], minlength=len(self.templates)).astype(np.int64)
@@ -417,6 +424,7 @@ class SparseLinearModel:
             alive = counts > 0
             templates = [t for t, a in zip(templates, alive) if a]
             counts = counts[alive]
+        class_keys = np.array(sorted(self.lex_classes), dtype=np.uint64)
         out: Dict[str, Any] = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
@@ -424,9 +432,12 @@ class SparseLinearModel:
             "labels": list(self.labels),
             # features are stored grouped by template, in template order
             "template_features": counts,
-            "feature_key": keys_of_row[keep].astype(np.uint32),
-            "class_keys": np.array(sorted(self.lex_classes), dtype=np.uint64),
-            "class_values": np.array([self.lex_classes[k] for k in sorted(self.lex_classes)], dtype=np.uint64),
+            "feature_key": _zipped(_steps_within(keys_of_row[keep].astype(np.int64), counts)),
+            # sorted 64-bit hashes, stored as steps (uint64 arithmetic)
+            "class_keys": _zipped(np.diff(class_keys, prepend=np.uint64(0))),
+            # few distinct values: whole 8-byte repeats zip best
+            "class_values": _zipped(np.array([self.lex_classes[k] for k in class_keys.tolist()], dtype=np.uint64),
+                                    planes=False),
         }
         if not grouped:
             label_dtype = np.uint8 if self.n_labels <= 256 else np.uint16
@@ -434,20 +445,15 @@ class SparseLinearModel:
                        row_label=lab[take].astype(label_dtype), row_value=values)
             return out
         n_codes = max(1, codebook.size)
-        entries = lab[take].astype(np.int64) * n_codes + np.searchsorted(codebook, values)
+        labels = lab[take].astype(np.int64)
+        steps = _steps_within(labels, row_len.astype(np.int64)).astype(np.int64)
+        if steps.size and np.any(steps[_positions_in_rows(row_len) > 0] == 0):
+            raise ValueError("A row names one label twice")  # compact() never makes such rows
+        entries = steps * n_codes + np.searchsorted(codebook, values)
         out.update(weights="grouped", codebook=codebook)
-        rows = _rows_grouped(row_len, entries, self.n_labels * n_codes)
-        if "feature_row" in rows:
-            # within a template, features sorted by shared row: the row
-            # index then climbs, and its steps (stored) are mostly zero
-            tpl = np.repeat(np.arange(counts.size), counts)
-            index = rows["feature_row"].astype(np.int64)
-            order = np.lexsort((out["feature_key"], index, tpl))
-            out["feature_key"] = out["feature_key"][order]
-            rows["feature_row"] = _steps_within(index[order], counts)
         # codes are few and skewed: zlib (stdlib, data only) stores them in
-        # about a third of their bytes; keys are random and stay as they are
-        out.update({name: _zipped(arr) for name, arr in rows.items()})
+        # about a third of their bytes
+        out.update(_rows_grouped(row_len, entries, self.n_labels * n_codes))
         return out
 
     @classmethod
@@ -457,20 +463,26 @@ class SparseLinearModel:
         model = cls(msg["templates"], msg["labels"])
         n_tpl, n_labels = len(model.templates), len(model.labels)
         counts = _array(msg, "template_features", (np.int64,), 1)
-        legacy = msg["version"] < 3
-        keys = _array(msg, "feature_key", (np.uint64,) if legacy else (np.uint32,), 1).astype(np.uint64)
+        version = msg["version"]
+        key_types = {1: (np.uint64,), 2: (np.uint64,), 3: (np.uint32,)}.get(version, UINTS)
+        keys = _array(msg, "feature_key", key_types, 1)
         n = keys.shape[0]
         if counts.shape[0] != n_tpl or np.any(counts < 0) or counts.sum() != n:
             raise ValueError("Corrupt model: feature counts per template do not add up")
+        if version >= 4:
+            keys = _index_from_steps(keys.astype(np.int64), counts)
+            if n and (keys.min() < 0 or keys.max() >= 2 ** 32):
+                raise ValueError("Corrupt model: feature keys out of range")
+        keys = keys.astype(np.uint64)
         row_len, lab, val = _read_rows(msg, n_labels, counts)
         if row_len.shape[0] != n or lab.shape[0] != val.shape[0] or int(row_len.sum()) != lab.shape[0]:
             raise ValueError("Corrupt model: feature arrays disagree in length")
         tpl = np.repeat(np.arange(n_tpl, dtype=np.int32), counts)
-        if legacy and n:
+        if version < 3 and n:
             keys, tpl, row_len, lab, val = _fold_legacy(keys, tpl, row_len, lab, val)
             counts = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
             n = keys.shape[0]
-        if lab.size and int(lab.max()) >= n_labels:
+        if lab.size and (int(lab.max()) >= n_labels or int(lab.min()) < 0):
             raise ValueError("Corrupt model: a weight names a label that does not exist")
         if np.any(keys == 0) or not np.all(np.isfinite(val)):
             raise ValueError("Corrupt model: invalid feature keys or weights")
@@ -489,6 +501,8 @@ class SparseLinearModel:
         model._compact = (ptr, lab.astype(np.int32), val.astype(np.float32))
         class_keys = _array(msg, "class_keys", (np.uint64,), 1)
         class_values = _array(msg, "class_values", (np.uint64,), 1)
+        if version >= 4:
+            class_keys = np.cumsum(class_keys, dtype=np.uint64)
         if class_keys.shape != class_values.shape:
             raise ValueError("Corrupt model: ambiguity class arrays disagree in length")
         model.lex_classes = dict(zip(class_keys.tolist(), class_values.tolist()))
@@ -531,12 +545,12 @@ def _index_dtype(top: int):
     return np.uint64
 
 
-def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> Dict[str, np.ndarray]:
-    """Rows of packed (label, code) entries, identical rows stored once
-    (with an index per feature) when that takes fewer bytes."""
+def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> Dict[str, Dict[str, Any]]:
+    """Rows of packed (label step, code) entries, zipped; identical rows
+    are stored once (with an index per feature) when that zips smaller."""
     entry_dt = _index_dtype(max(0, n_entries - 1))
     len_dt = _index_dtype(int(row_len.max()) if row_len.size else 0)
-    plain = {"row_length": row_len.astype(len_dt), "row_entry": entries.astype(entry_dt)}
+    plain = {"row_length": _zipped(row_len.astype(len_dt)), "row_entry": _zipped(entries.astype(entry_dt))}
     if row_len.size < 2:
         return plain
     same = _same_rows(row_len, entries)
@@ -554,13 +568,10 @@ def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> D
     rank[order] = np.arange(order.size)
     first, index = first[order], rank[index]
     u_len = row_len[first]
-    merged_bytes = index.size * np.dtype(_index_dtype(first.size - 1)).itemsize + \
-        int(u_len.sum()) * np.dtype(entry_dt).itemsize + u_len.size * np.dtype(len_dt).itemsize
-    plain_bytes = row_len.size * np.dtype(len_dt).itemsize + entries.size * np.dtype(entry_dt).itemsize
-    if merged_bytes >= plain_bytes:
-        return plain
-    return {"row_length": u_len.astype(len_dt), "row_entry": entries[_gather_ranges(starts[first], u_len)].astype(entry_dt),
-            "feature_row": index.astype(_index_dtype(first.size - 1))}
+    merged = {"row_length": _zipped(u_len.astype(len_dt)),
+              "row_entry": _zipped(entries[_gather_ranges(starts[first], u_len)].astype(entry_dt)),
+              "feature_row": _zipped(index.astype(_index_dtype(first.size - 1)))}
+    return merged if _zipped_bytes(merged) < _zipped_bytes(plain) else plain
 
 
 def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -601,8 +612,8 @@ def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
 
 
 def _steps_within(index: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Row indexes sorted within each template -> their steps (the first of
-    each template kept whole), all >= 0."""
+    """Values sorted within each group (`counts` values a group) -> their
+    steps, the first of each group kept whole; all >= 0."""
     steps = np.diff(index, prepend=0)
     starts = np.cumsum(counts)[:-1]
     starts = starts[counts[1:] > 0] if starts.size else starts
@@ -632,18 +643,30 @@ def _fold_legacy(keys, tpl, row_len, lab, val):
     return keys[keep], tpl[keep], row_len[keep], lab[take], val[take]
 
 
-def _zipped(arr: np.ndarray) -> Dict[str, Any]:
-    return {"zlib": zlib.compress(np.ascontiguousarray(arr).tobytes(), 6), "dtype": arr.dtype.str,
-            "size": int(arr.size)}
+def _zipped(arr: np.ndarray, planes: bool = True) -> Dict[str, Any]:
+    """A 1-d unsigned array, zlib-compressed. With `planes`, its bytes go
+    plane by plane (all low bytes, then the next...): the high bytes of
+    small numbers are mostly zero and pack to almost nothing."""
+    arr = np.ascontiguousarray(arr)
+    raw = arr.view(np.uint8).reshape(-1, arr.dtype.itemsize).T.tobytes() if planes else arr.tobytes()
+    return {"zlib": zlib.compress(raw, 6), "dtype": arr.dtype.str, "size": int(arr.size), "planes": planes}
+
+
+def _zipped_bytes(fields: Dict[str, Dict[str, Any]]) -> int:
+    return sum(len(f["zlib"]) for f in fields.values())
 
 
 def _unzipped(field: Dict[str, Any], name: str) -> np.ndarray:
-    """A 1-d array stored by _zipped. The declared size bounds what is
-    inflated, so a corrupt or hostile file cannot exhaust memory."""
+    """A 1-d array stored by _zipped (version 3: without planes). The
+    declared size bounds what is inflated, so a corrupt or hostile file
+    cannot exhaust memory."""
     data, dtype, size = field.get("zlib"), field.get("dtype"), field.get("size")
-    if not isinstance(data, bytes) or dtype not in ("|u1", "<u2", "<u4", "<u8") or not isinstance(size, int):
+    planes = field.get("planes", False)
+    if not isinstance(data, bytes) or dtype not in ("|u1", "<u2", "<u4", "<u8") or not isinstance(size, int) \
+            or not isinstance(planes, bool):
         raise ValueError(f"Corrupt model: field {name!r} is not a valid compressed array")
-    n_bytes = size * np.dtype(dtype).itemsize
+    width = np.dtype(dtype).itemsize
+    n_bytes = size * width
     if size < 0 or n_bytes > 1100 * len(data) + 64:  # beyond what zlib can reach
         raise ValueError(f"Corrupt model: field {name!r} declares an impossible size")
     inflate = zlib.decompressobj()
@@ -653,39 +676,44 @@ def _unzipped(field: Dict[str, Any], name: str) -> np.ndarray:
         raise ValueError(f"Corrupt model: field {name!r} does not inflate ({err})") from None
     if len(raw) != n_bytes or not inflate.eof or inflate.unconsumed_tail:
         raise ValueError(f"Corrupt model: field {name!r} has the wrong length")
-    return np.frombuffer(raw, dtype=dtype).copy()
+    flat = np.frombuffer(raw, dtype=np.uint8)
+    if planes:
+        flat = np.ascontiguousarray(flat.reshape(width, size).T)
+    return flat.view(dtype).reshape(size).copy()
 
 
 def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row_length, label, value) per feature from either weight layout."""
-    uints = (np.uint8, np.uint16, np.uint32, np.uint64)
-    if msg.get("version") == 1 or msg.get("weights") == "float":
+    version = msg.get("version")
+    if version == 1 or msg.get("weights") == "float":
         return (_array(msg, "row_length", (np.uint8, np.uint16), 1),
                 _array(msg, "row_label", (np.uint8, np.uint16), 1),
                 _array(msg, "row_value", (np.float32,), 1))
     if msg.get("weights") != "grouped":
         raise ValueError(f"Corrupt model: unknown weight layout {msg.get('weights')!r}")
     codebook = _array(msg, "codebook", (np.float32,), 1)
-    row_len = _array(msg, "row_length", uints, 1).astype(np.int64)
-    entries = _array(msg, "row_entry", uints, 1).astype(np.int64)
+    row_len = _array(msg, "row_length", UINTS, 1).astype(np.int64)
+    entries = _array(msg, "row_entry", UINTS, 1).astype(np.int64)
     n_codes = max(1, codebook.size)
-    if int(row_len.sum()) != entries.size:
+    if int(row_len.sum()) != entries.size or (row_len.size and row_len.min() < 1):
         raise ValueError("Corrupt model: feature arrays disagree in length")
     if entries.size and int(entries.max()) >= n_labels * n_codes:
         raise ValueError("Corrupt model: a weight code is out of range")
+    labels, codes = entries // n_codes, entries % n_codes
+    if version >= 4:  # label steps within each row, the first whole
+        if np.any(labels[_positions_in_rows(row_len) > 0] == 0):
+            raise ValueError("Corrupt model: a row names one label twice")
+        labels = _index_from_steps(labels, row_len)
     n_features = int(counts.sum())
     if "feature_row" in msg:
-        index = _array(msg, "feature_row", uints, 1).astype(np.int64)
-        if msg["version"] >= 3 and index.size == n_features:
+        index = _array(msg, "feature_row", UINTS, 1).astype(np.int64)
+        if version == 3 and index.size == n_features:
             index = _index_from_steps(index, counts)
         if index.size != n_features or (index.size and (int(index.max()) >= row_len.size or index.min() < 0)):
             raise ValueError("Corrupt model: feature rows out of range")
-        starts = _row_starts(row_len)
-        per_len = row_len[index]
-        entries = entries[_gather_ranges(starts[index], per_len)]
-        row_len = per_len
-    codes = entries % n_codes
-    return row_len, (entries // n_codes), codebook[codes] if codebook.size else np.zeros(0, np.float32)
+        take = _gather_ranges(_row_starts(row_len)[index], row_len[index])
+        labels, codes, row_len = labels[take], codes[take], row_len[index]
+    return row_len, labels, codebook[codes] if codebook.size else np.zeros(0, np.float32)
 
 
 def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
