@@ -126,6 +126,15 @@ def test_u_step_equals_brute_force_nearest():
     assert nearest_in_set(np.array([0.1, -7.0, 100.0]), value_set(1.0, 0.5, 4.0, 2)).tolist() == [0.0, -4.5, 4.5]
 
 
+def test_auto_eta_does_not_depend_on_row_order():
+    from spacy_sparse.learn.admm import auto_eta
+
+    w = np.random.default_rng(3).standard_normal((5000, 40)).astype(np.float32)
+    w[np.abs(w) < 0.5] = 0.0
+    shuffled = w[np.random.default_rng(4).permutation(w.shape[0])]
+    assert auto_eta(w, 4.0, 4, sample=10_000) == auto_eta(shuffled, 4.0, 4, sample=10_000)
+
+
 def test_dc_admm_weights_lie_in_the_set(ewt_refs):
     nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=1)
     model = tagger.sparse

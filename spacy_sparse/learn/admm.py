@@ -55,7 +55,9 @@ def auto_eta(w: np.ndarray, kappa: float, zeta: int, sample: int = 200_000, seed
     if nz.size == 0:
         return 1.0
     if nz.size > sample:
-        nz = np.random.default_rng(seed).choice(nz, sample, replace=False)
+        # sorted first, so the sample (and eta) depend on the weights, not
+        # on the order of the rows (which a saved and loaded model changes)
+        nz = np.random.default_rng(seed).choice(np.sort(nz), sample, replace=False)
     top = (kappa ** (zeta - 1) + 0.5)
     grid = np.quantile(nz, np.linspace(0.5, 0.999, 40)) / top
     grid = np.unique(grid[grid > 0])
