@@ -447,7 +447,7 @@ class SparseLinearModel:
         n_codes = max(1, codebook.size)
         labels = lab[take].astype(np.int64)
         steps = _steps_within(labels, row_len.astype(np.int64)).astype(np.int64)
-        if steps.size and np.any(steps[_positions_in_rows(row_len) > 0] == 0):
+        if _names_a_label_twice(steps, row_len):
             raise ValueError("A row names one label twice")  # compact() never makes such rows
         entries = steps * n_codes + np.searchsorted(codebook, values)
         out.update(weights="grouped", codebook=codebook)
@@ -621,6 +621,12 @@ def _steps_within(index: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return steps.astype(_index_dtype(int(steps.max()) if steps.size else 0))
 
 
+def _names_a_label_twice(label_steps: np.ndarray, row_len: np.ndarray) -> bool:
+    """Whether a row's label steps (the first whole) repeat a label: a zero
+    step anywhere but at a row's start."""
+    return bool(label_steps.size and np.any(label_steps[_positions_in_rows(row_len) > 0] == 0))
+
+
 def _index_from_steps(steps: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Inverse of _steps_within."""
     total = np.cumsum(steps)
@@ -701,7 +707,7 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[
         raise ValueError("Corrupt model: a weight code is out of range")
     labels, codes = entries // n_codes, entries % n_codes
     if version >= 4:  # label steps within each row, the first whole
-        if np.any(labels[_positions_in_rows(row_len) > 0] == 0):
+        if _names_a_label_twice(labels, row_len):
             raise ValueError("Corrupt model: a row names one label twice")
         labels = _index_from_steps(labels, row_len)
     n_features = int(counts.sum())

@@ -42,13 +42,19 @@ def finish_key(h):
     return k if k != 0 else U1
 
 
+@njit(cache=True, nogil=True)
+def _finish_all(keys, out):
+    for i in range(keys.shape[0]):
+        out[i] = finish_key(keys[i])
+
+
 def fold_keys(keys: np.ndarray) -> np.ndarray:
     """finish_key over an array of 64-bit keys (files written before keys
     were folded)."""
-    keys = np.asarray(keys, dtype=np.uint64)
-    folded = (keys ^ (keys >> SH32)) & LOW32
-    folded[folded == 0] = U1
-    return folded
+    keys = np.ascontiguousarray(keys, dtype=np.uint64).reshape(-1)
+    out = np.empty_like(keys)
+    _finish_all(keys, out)
+    return out
 
 
 @njit(cache=True, nogil=True)
