@@ -210,7 +210,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     the nearest value of S and save it as a grouped-weight file."""
     from .learn.admm import AdmmSettings, quantize
 
-    settings = AdmmSettings(zeta=args.zeta, kappa=args.kappa, eta="auto" if args.eta is None else args.eta)
+    settings = AdmmSettings(zeta=args.zeta, kappa=args.kappa, eta="auto" if args.eta is None else args.eta,
+                            lambda0=args.lambda0, lambda0_feature=args.lambda0_feature)
     return rewrite_components(args, lambda model: f"quantized to {quantize(model, settings)['distinct_weights']} values")
 
 
@@ -490,6 +491,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--zeta", type=int, default=4, help="values per sign")
     p.add_argument("--kappa", type=float, default=4.0, help="ratio between successive values")
     p.add_argument("--eta", type=float, default=None, help="smallest magnitude (default: fit to the weights)")
+    p.add_argument("--lambda0", type=float, default=0.0, help="L0 term: zero weights that do not pay for it")
+    p.add_argument("--lambda0-feature", type=float, default=0.0, help="L0 term per feature: drop rows that do not pay")
     p.add_argument("--component", help="only this sparse component (default: all)")
     p.set_defaults(func=cmd_quantize)
 

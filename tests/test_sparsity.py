@@ -110,20 +110,50 @@ def test_value_set_shape():
 
 
 def test_u_step_equals_brute_force_nearest():
-    """Fig. 2: argmin over u in S of lambda1|u| + lambda2/2 u^2 + rho/2 (u - (w + alpha))^2."""
+    """Fig. 2: argmin over u in S of lambda1|u| + lambda2/2 u^2 + rho/2 (u - (w + alpha))^2,
+    plus lambda0 for u != 0 (our L0 term)."""
     rng = np.random.default_rng(3)
-    for zeta, lam1, lam2, rho in [(1, 0.0, 0.0, 1.0), (2, 0.3, 0.0, 1.0), (4, 0.1, 0.5, 2.0), (3, 0.0, 1.0, 0.5)]:
+    cases = [(1, 0.0, 0.0, 1.0, 0.0), (2, 0.3, 0.0, 1.0, 0.0), (4, 0.1, 0.5, 2.0, 0.0), (3, 0.0, 1.0, 0.5, 0.0),
+             (4, 0.0, 0.0, 1.0, 1.0), (3, 0.3, 0.5, 2.0, 4.0), (2, 0.0, 1.0, 0.5, 0.2)]
+    for zeta, lam1, lam2, rho, lam0 in cases:
         values = value_set(0.2, 0.1, 4.0, zeta)
         w = rng.normal(scale=3.0, size=2000).astype(np.float32)
         alpha = rng.normal(scale=0.5, size=2000).astype(np.float32)
-        got = u_step(w, alpha, values, rho, lam1, lam2)
+        got = u_step(w, alpha, values, rho, lam1, lam2, lam0)
         b = (w.astype(np.float64) + alpha)[:, None]
         v = values.astype(np.float64)[None, :]
-        obj = lam1 * np.abs(v) + lam2 / 2 * v ** 2 + rho / 2 * (v - b) ** 2
+        obj = lam1 * np.abs(v) + lam2 / 2 * v ** 2 + rho / 2 * (v - b) ** 2 + lam0 * (v != 0)
         best = obj.min(axis=1)
-        got_obj = lam1 * np.abs(got) + lam2 / 2 * got.astype(np.float64) ** 2 + rho / 2 * (got - b[:, 0]) ** 2
+        g = got.astype(np.float64)
+        got_obj = lam1 * np.abs(g) + lam2 / 2 * g ** 2 + rho / 2 * (g - b[:, 0]) ** 2 + lam0 * (g != 0)
         assert np.allclose(got_obj, best, atol=1e-6)
+        if lam0:  # the L0 term zeroes weights that the plain u-step keeps
+            assert (got == 0).sum() > (u_step(w, alpha, values, rho, lam1, lam2) == 0).sum()
     assert nearest_in_set(np.array([0.1, -7.0, 100.0]), value_set(1.0, 0.5, 4.0, 2)).tolist() == [0.0, -4.5, 4.5]
+
+
+def test_u_step_feature_l0_equals_brute_force():
+    """With lambda0_feature, the u-step is the argmin over whole rows (every
+    combination of S for 3 labels) with the L0 terms per weight and per row."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    values = value_set(0.3, 0.15, 2.0, 2)
+    combos = np.array(list(itertools.product(values.astype(np.float64), repeat=3)))  # (125, 3)
+    cases = [(0.0, 0.0, 1.0, 0.0, 0.5), (0.0, 0.0, 1.0, 0.2, 1.0), (0.1, 0.5, 2.0, 0.1, 2.0)]
+    for lam1, lam2, rho, lam0, lam_f in cases:
+        w = rng.normal(scale=1.0, size=(500, 3)).astype(np.float32)
+        alpha = rng.normal(scale=0.3, size=(500, 3)).astype(np.float32)
+        got = u_step(w, alpha, values, rho, lam1, lam2, lam0, lam_f).astype(np.float64)
+
+        def objective(u, b):
+            return (lam1 * np.abs(u) + lam2 / 2 * u ** 2 + rho / 2 * (u - b) ** 2 + lam0 * (u != 0)).sum(-1) \
+                + lam_f * np.any(u != 0, axis=-1)
+
+        b = w.astype(np.float64) + alpha
+        best = objective(combos[None, :, :], b[:, None, :]).min(axis=1)
+        assert np.allclose(objective(got, b), best, atol=1e-6)
+        assert np.any(np.all(got == 0, axis=1) & np.any(u_step(w, alpha, values, rho, lam1, lam2, lam0) != 0, axis=1))
 
 
 def test_auto_eta_does_not_depend_on_row_order():
@@ -323,11 +353,12 @@ def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
                        tmp_path, "--training.max_epochs", "6", "--training.before_update.sparseptron.every", "100",
                        "--training.before_update.sparseptron.epochs", "1",
                        "--training.before_update.dc_admm.start_epoch", "2")
-    assert "refit (debias) on" in log and "min-update k = 10" in log and "ADMM iteration" in log
+    methods = spacy.util.load_config(ROOT / "configs/tagger_composed.cfg")["training"]["before_update"]
+    k, budget = methods["min_update"]["k"], methods["sparseptron"]["budget"]
+    assert "refit (debias) on" in log and f"min-update k = {k}" in log and "ADMM iteration" in log
     nlp = spacy.load(tmp_path / "model-last")
     model = nlp.get_pipe("sparse_tagger").sparse
     stats = model.stats()
-    budget = spacy.util.load_config(ROOT / "configs/tagger_composed.cfg")["training"]["before_update"]["sparseptron"]["budget"]
     assert len(model.templates) <= budget < 48 and 0 < stats["distinct_weights"] <= 8
     assert model.to_dict()["weights"] == "grouped"
     doc = nlp("The results were published yesterday .")

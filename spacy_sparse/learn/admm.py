@@ -6,7 +6,10 @@ One ADMM iteration per training epoch:
   term rho/2 |w - (u - alpha)|^2, applied lazily per feature by the kernels
   (model.target, model.pull; kernels/scoring.py catch_up);
 - u-step (Fig. 2): soft-threshold b' = rho/(lambda2 + rho) (w + alpha) by
-  lambda1' = lambda1/(lambda2 + rho), then the nearest value of S;
+  lambda1' = lambda1/(lambda2 + rho), then the nearest value of S; with
+  lambda0 (our addition, an L0 term lambda0 [u != 0]), a weight keeps that
+  value only if it pays for lambda0, else it is 0. L0 removes weights
+  without shrinking the ones it keeps, which L1 does;
 - alpha += xi (w - u); stop when both residuals are below their epsilons.
 The model predicts with and saves u (model.fixed) while ADMM runs.
 
@@ -39,19 +42,35 @@ def nearest_in_set(x: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def u_step(w: np.ndarray, alpha: np.ndarray, values: np.ndarray, rho: float = 1.0,
-           lambda1: float = 0.0, lambda2: float = 0.0) -> np.ndarray:
-    """The exact u-update (Suzuki & Nagata Fig. 2)."""
+           lambda1: float = 0.0, lambda2: float = 0.0, lambda0: float = 0.0,
+           lambda0_feature: float = 0.0) -> np.ndarray:
+    """The u-update of Suzuki & Nagata Fig. 2: argmin over u in S of
+    lambda1 |u| + lambda2/2 u^2 + rho/2 (u - (w + alpha))^2, plus our L0
+    terms: lambda0 per nonzero weight, lambda0_feature per feature (row of
+    a 2-d w) with any nonzero weight. The nearest nonzero value is a
+    weight's only nonzero candidate, and a row's only nonzero candidate is
+    its per-weight optimum, so each L0 term is one comparison with 0."""
     b = (rho / (lambda2 + rho)) * (w.astype(np.float64) + alpha)
     lam = lambda1 / (lambda2 + rho)
     soft = np.sign(b) * np.maximum(0.0, np.abs(b) - lam)
-    return nearest_in_set(soft, values)
+    u = nearest_in_set(soft, values)
+    if lambda0 > 0 or lambda0_feature > 0:
+        scale = (lambda2 + rho) / 2
+        zero_cost = scale * b ** 2
+        cost = np.minimum(scale * (u - b) ** 2 + lambda1 * np.abs(u) + lambda0, zero_cost)
+        u[cost >= zero_cost] = 0.0
+        if lambda0_feature > 0 and u.ndim == 2:
+            u[cost.sum(axis=1) + lambda0_feature >= zero_cost.sum(axis=1)] = 0.0
+    return u
 
 
-def auto_eta(w: np.ndarray, kappa: float, zeta: int, sample: int = 200_000, seed: int = 0) -> float:
+def auto_eta(w: np.ndarray, kappa: float, zeta: int, sample: int = 200_000, seed: int = 0,
+             floor: float = 0.0) -> float:
     """The scale eta of S (delta = eta / 2) that quantizes the nonzero
-    weights with the least squared error, by a search over a grid (the
-    paper tunes eta per zeta on dev data; this picks it from the weights)."""
-    nz = np.abs(w[w != 0]).astype(np.float64)
+    weights of magnitude >= floor (those an L0 term keeps) with the least
+    squared error, by a search over a grid (the paper tunes eta per zeta on
+    dev data; this picks it from the weights)."""
+    nz = np.abs(w[(w != 0) & (np.abs(w) >= floor)]).astype(np.float64)
     if nz.size == 0:
         return 1.0
     if nz.size > sample:
@@ -75,8 +94,11 @@ class AdmmSettings:
     """zeta: values per sign (|S| = 2 zeta + 1); kappa, eta ("auto": fit to
     the weights at the first u-step), delta (None: eta / 2): the shape of S;
     rho, xi, lambda1, lambda2, eps_primal, eps_dual: as in the paper (its
-    defaults); step: the w-step's step size for the L2 pull, per decision
-    (the pull per decision is 1 - step * rho); start_epoch: the first epoch
+    defaults); lambda0, lambda0_feature: L0 terms per weight and per
+    feature (ours; 0 = off; they mirror what a weight and a feature's key
+    cost in the file); step: the w-step's step
+    size for the L2 pull, per decision (the pull per decision is
+    1 - step * rho); start_epoch: the first epoch
     run as a w-step (after a sparseptron's selection when both run)."""
 
     zeta: int = 4
@@ -87,6 +109,8 @@ class AdmmSettings:
     xi: float = 1.0
     lambda1: float = 0.0
     lambda2: float = 0.0
+    lambda0: float = 0.0
+    lambda0_feature: float = 0.0
     eps_primal: float = 1e-4
     eps_dual: float = 1e-4
     step: float = 5e-6
@@ -100,7 +124,7 @@ class AdmmSettings:
         for name in ("kappa", "rho", "xi", "step"):
             if not _positive(getattr(self, name)):
                 raise ValueError(f"dc_admm.{name} must be a positive number, got {getattr(self, name)!r}")
-        for name in ("lambda1", "lambda2", "eps_primal", "eps_dual"):
+        for name in ("lambda0", "lambda0_feature", "lambda1", "lambda2", "eps_primal", "eps_dual"):
             value = getattr(self, name)
             if not _positive(value) and value != 0:
                 raise ValueError(f"dc_admm.{name} must be a number >= 0, got {value!r}")
@@ -112,7 +136,10 @@ class AdmmSettings:
             raise ValueError(f"dc_admm.start_epoch must be a whole number >= 0, got {self.start_epoch!r}")
 
     def values(self, w: np.ndarray) -> np.ndarray:
-        eta = auto_eta(w, self.kappa, self.zeta) if self.eta == "auto" else float(self.eta)
+        """S for these settings; "auto" fits eta to the weights the L0 term
+        would keep (at alpha = 0: |b'| above sqrt(2 lambda0 / (lambda2 + rho)))."""
+        floor = np.sqrt(2 * self.lambda0 / (self.lambda2 + self.rho)) * (self.lambda2 + self.rho) / self.rho
+        eta = auto_eta(w, self.kappa, self.zeta, floor=floor) if self.eta == "auto" else float(self.eta)
         delta = eta / 2 if self.delta is None else float(self.delta)
         return value_set(eta, delta, self.kappa, self.zeta)
 
@@ -126,7 +153,8 @@ def quantize(model: SparseLinearModel, settings: AdmmSettings) -> Dict[str, floa
     predicts with and saves the quantized weights."""
     w = model.float_average()
     values = settings.values(w)
-    model.fixed = u_step(w, np.zeros_like(w), values, settings.rho, settings.lambda1, settings.lambda2)
+    model.fixed = u_step(w, np.zeros_like(w), values, settings.rho, settings.lambda1, settings.lambda2,
+                         settings.lambda0, settings.lambda0_feature)
     model.changed()
     return {"distinct_weights": int(np.unique(model.fixed[model.fixed != 0]).size)}
 
@@ -160,7 +188,7 @@ class DcAdmm:
         if self.values is None:
             self.values = s.values(w)
         alpha, u_old = _resize(self.alpha, w.shape), _resize(self.u, w.shape)
-        u = u_step(w, alpha, self.values, s.rho, s.lambda1, s.lambda2)
+        u = u_step(w, alpha, self.values, s.rho, s.lambda1, s.lambda2, s.lambda0, s.lambda0_feature)
         alpha += s.xi * (w - u)
         primal = float(np.mean((w - u) ** 2)) if w.size else 0.0
         dual = float(np.mean((u - u_old) ** 2)) if w.size else 0.0
