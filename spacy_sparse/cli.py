@@ -135,12 +135,11 @@ def cmd_convert_ud(args: argparse.Namespace) -> int:
 
 
 DEFAULT_NOTE = """The embedded default pipeline of spacy-sparse: a sparse_tagger (token.tag_, PTB-style XPOS)
-trained by `spacy project run ship-default` on UD English-EWT.
+trained on UD English-EWT by `spacy project run train-small` and shipped by `spacy project run ship-default`.
 
 This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
 (https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
-Weights with |w| < {threshold:g} were dropped to keep the package small.
-"""
+{pruned}"""
 
 
 def cmd_ship_default(args: argparse.Namespace) -> int:
@@ -153,7 +152,7 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
 
     nlp = spacy.load(args.model)
     pipe = nlp.get_pipe("sparse_tagger")
-    dropped = pipe._require_model().prune_weights(args.min_weight)
+    dropped = pipe._require_model().prune_weights(args.min_weight) if args.min_weight > 0 else 0
     if args.sentencizer and "sentencizer" not in nlp.pipe_names:
         # the tagger labels sentence by sentence when a doc has sentence
         # starts; on raw multi-sentence text a rule-based sentencizer supplies
@@ -169,7 +168,8 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     # The tagger reads word forms from the docs it gets, not from the vocab:
     # ship only the label strings, not the training corpus's word list.
     srsly.write_json(DEFAULT_MODEL_PATH / "vocab" / "strings.json", sorted(set(pipe.labels)))
-    (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(threshold=args.min_weight))
+    pruned = f"Weights with |w| < {args.min_weight:g} were dropped to keep the package small.\n" if dropped else ""
+    (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(pruned=pruned))
     size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
     return 0
@@ -526,7 +526,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
     p.add_argument("model")
-    p.add_argument("--min-weight", type=float, default=1.4, help="drop averaged weights smaller than this")
+    p.add_argument("--min-weight", type=float, default=0.0, help="drop averaged weights smaller than this (0: none)")
     p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
     p.set_defaults(func=cmd_ship_default)
 

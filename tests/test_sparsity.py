@@ -365,12 +365,20 @@ def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
     assert all(t.tag_ for t in doc)
 
 
-def test_dc_admm_config_runs(corpus, tmp_path):
-    log = _spacy_train(ROOT / "configs/tagger_dc_admm.cfg", corpus / "train.spacy", corpus / "dev.spacy",
-                       tmp_path, "--training.max_epochs", "4", "--training.before_update.dc_admm.start_epoch", "1")
-    assert "ADMM iteration 2" in log
-    stats = spacy.load(tmp_path / "model-last").get_pipe("sparse_tagger").sparse.stats()
-    assert 0 < stats["distinct_weights"] <= 8
+def test_dc_admm_configs_run_and_l0_terms_drop_features(corpus, tmp_path):
+    """configs/tagger_dc_admm.cfg (the paper's settings) and configs/tagger_small.cfg (what the package ships:
+    kappa 2 and the L0 terms), trained alike: both end with at most 8 values, and the L0 terms keep fewer
+    features and weights."""
+    stats = {}
+    for name in ("tagger_dc_admm.cfg", "tagger_small.cfg"):
+        log = _spacy_train(ROOT / "configs" / name, corpus / "train.spacy", corpus / "dev.spacy", tmp_path / name,
+                           "--training.max_epochs", "4", "--training.before_update.dc_admm.start_epoch", "1")
+        assert "ADMM iteration 2" in log
+        stats[name] = spacy.load(tmp_path / name / "model-last").get_pipe("sparse_tagger").sparse.stats()
+        assert 0 < stats[name]["distinct_weights"] <= 8
+    plain, small = stats["tagger_dc_admm.cfg"], stats["tagger_small.cfg"]
+    assert small["nonzero_features"] < 0.5 * plain["nonzero_features"]
+    assert small["nonzero_weights"] < 0.5 * plain["nonzero_weights"]
 
 
 @pytest.mark.parametrize("config", ["chunker.cfg", "chunker_sparseptron.cfg", "chunker_min_update.cfg"])
