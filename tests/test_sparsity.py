@@ -156,6 +156,23 @@ def test_u_step_feature_l0_equals_brute_force():
         assert np.any(np.all(got == 0, axis=1) & np.any(u_step(w, alpha, values, rho, lam1, lam2, lam0) != 0, axis=1))
 
 
+def test_u_step_by_slices_equals_one_pass(monkeypatch):
+    """The u-step and the residuals run a slice of rows at a time (memory);
+    the slicing must not change any weight, including the per-row L0 test."""
+    import spacy_sparse.learn.admm as admm
+
+    rng = np.random.default_rng(7)
+    w = rng.normal(scale=1.5, size=(1000, 9)).astype(np.float32)
+    alpha = rng.normal(scale=0.3, size=(1000, 9)).astype(np.float32)
+    values = value_set(0.3, 0.15, 2.0, 4)
+    whole = u_step(w, alpha, values, 1.0, 0.1, 0.0, 0.5, 2.0)
+    mean = admm._mean_squared_difference(w, whole)
+    monkeypatch.setattr(admm, "CHUNK_ROWS", 7)
+    assert np.array_equal(u_step(w, alpha, values, 1.0, 0.1, 0.0, 0.5, 2.0), whole)
+    assert np.isclose(admm._mean_squared_difference(w, whole), mean, rtol=1e-6)
+    assert np.isclose(mean, np.mean((w.astype(np.float64) - whole) ** 2), rtol=1e-5)
+
+
 def test_auto_eta_does_not_depend_on_row_order():
     from spacy_sparse.learn.admm import auto_eta
 

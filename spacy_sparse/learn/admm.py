@@ -41,6 +41,11 @@ def nearest_in_set(x: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.where(take_hi, hi_v, lo_v).astype(np.float32)
 
 
+# rows per slice of the u-step and residuals: their float64 temporaries over a
+# parser's whole dense matrix (millions of rows x ~100 actions) took over 18 GB
+CHUNK_ROWS = 1 << 15
+
+
 def u_step(w: np.ndarray, alpha: np.ndarray, values: np.ndarray, rho: float = 1.0,
            lambda1: float = 0.0, lambda2: float = 0.0, lambda0: float = 0.0,
            lambda0_feature: float = 0.0) -> np.ndarray:
@@ -49,7 +54,16 @@ def u_step(w: np.ndarray, alpha: np.ndarray, values: np.ndarray, rho: float = 1.
     terms: lambda0 per nonzero weight, lambda0_feature per feature (row of
     a 2-d w) with any nonzero weight. The nearest nonzero value is a
     weight's only nonzero candidate, and a row's only nonzero candidate is
-    its per-weight optimum, so each L0 term is one comparison with 0."""
+    its per-weight optimum, so each L0 term is one comparison with 0.
+    Rows are independent, so they are done a slice at a time."""
+    u = np.empty(w.shape, dtype=np.float32)
+    for lo in range(0, w.shape[0], CHUNK_ROWS):
+        part = slice(lo, lo + CHUNK_ROWS)
+        u[part] = _u_step_rows(w[part], alpha[part], values, rho, lambda1, lambda2, lambda0, lambda0_feature)
+    return u
+
+
+def _u_step_rows(w, alpha, values, rho, lambda1, lambda2, lambda0, lambda0_feature) -> np.ndarray:
     b = (rho / (lambda2 + rho)) * (w.astype(np.float64) + alpha)
     lam = lambda1 / (lambda2 + rho)
     soft = np.sign(b) * np.maximum(0.0, np.abs(b) - lam)
@@ -62,6 +76,15 @@ def u_step(w: np.ndarray, alpha: np.ndarray, values: np.ndarray, rho: float = 1.
         if lambda0_feature > 0 and u.ndim == 2:
             u[cost.sum(axis=1) + lambda0_feature >= zero_cost.sum(axis=1)] = 0.0
     return u
+
+
+def _mean_squared_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """mean((a - b)^2), a slice of rows at a time."""
+    if a.size == 0:
+        return 0.0
+    total = sum(float(np.sum((a[lo:lo + CHUNK_ROWS] - b[lo:lo + CHUNK_ROWS]) ** 2))
+                for lo in range(0, a.shape[0], CHUNK_ROWS))
+    return total / a.size
 
 
 def auto_eta(w: np.ndarray, kappa: float, zeta: int, sample: int = 200_000, seed: int = 0,
@@ -189,9 +212,11 @@ class DcAdmm:
             self.values = s.values(w)
         alpha, u_old = _resize(self.alpha, w.shape), _resize(self.u, w.shape)
         u = u_step(w, alpha, self.values, s.rho, s.lambda1, s.lambda2, s.lambda0, s.lambda0_feature)
-        alpha += s.xi * (w - u)
-        primal = float(np.mean((w - u) ** 2)) if w.size else 0.0
-        dual = float(np.mean((u - u_old) ** 2)) if w.size else 0.0
+        primal = _mean_squared_difference(w, u)
+        dual = _mean_squared_difference(u, u_old)
+        for lo in range(0, w.shape[0], CHUNK_ROWS):
+            part = slice(lo, lo + CHUNK_ROWS)
+            alpha[part] += s.xi * (w[part] - u[part])
         self.alpha, self.u = alpha, u
         self.iterations += 1
         self.converged = primal < s.eps_primal and dual < s.eps_dual
@@ -205,7 +230,10 @@ class DcAdmm:
 
 
 def _resize(arr: np.ndarray, shape) -> np.ndarray:
-    """Rows made since the last iteration start with u = alpha = 0."""
+    """Rows made since the last iteration start with u = alpha = 0 (the
+    array itself when nothing changed: they are large)."""
+    if arr.shape == tuple(shape):
+        return arr
     out = np.zeros(shape, dtype=np.float32)
     r, c = min(arr.shape[0], shape[0]), min(arr.shape[1], shape[1]) if arr.ndim == 2 else 0
     if r and c:
