@@ -160,8 +160,8 @@ def make_sparsity_callback(
     """Sparsity methods for `[training.before_update]`: sparseptron
     (budget, every, epochs, group_weight, coarse_to_fine), min_update (k),
     dc_admm (zeta, kappa, eta, delta, rho, xi, lambda0, lambda0_feature,
-    lambda1, lambda2, eps_primal, eps_dual, step, start_epoch); components: the sparse components to act
-    on (default: all)."""
+    lambda1, lambda2, eps_primal, eps_dual, step, start_epoch); components:
+    the sparse components to act on (default: all)."""
     sp = _settings(SparseptronSettings, sparseptron, "sparseptron")
     admm = _settings(AdmmSettings, dc_admm, "dc_admm")
     k = None
