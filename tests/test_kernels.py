@@ -114,3 +114,42 @@ def test_margin_none_scores_every_template(trained, ewt_refs):
     tagger.predict(docs)
     assert tagger.templates_per_token == 1.0
     tagger.margin = None
+
+
+def test_leads_matches_top_two_for_any_guess():
+    """The margin test agrees with sorting the valid scores, whichever label
+    it starts from as its guess of the best (the guess only saves work)."""
+    from spacy_sparse.kernels.scoring import leads, open_scores
+
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(2, 60))
+        valid = (rng.random(n) < 0.7).astype(np.uint8)
+        valid[int(rng.integers(n))] = 1
+        scores = np.zeros(n, dtype=np.float32)
+        open_scores(scores, valid, 1.0)
+        scores += np.round(rng.normal(size=n) * 8).astype(np.float32)  # ties happen
+        margin = float(rng.choice([0.0, 0.5, 3.0, 10.0]))
+        top = np.sort(scores[valid == 1])[::-1]
+        expect = len(top) < 2 or float(top[0] - top[1]) >= margin
+        best = int(np.flatnonzero(scores == top[0])[0])
+        for guess in rng.choice(np.flatnonzero(valid), size=3):
+            done, cand = leads(scores, margin, int(guess))
+            assert done == expect, (trial, margin, guess)
+            assert scores[cand] == top[0] and valid[cand]
+            if scores[int(guess)] < top[0]:
+                assert cand == best
+
+
+def test_blocks_cover_every_template_once():
+    from spacy_sparse.kernels.scoring import LOOKAHEAD, block_end
+
+    for n_tpl in range(1, 60):
+        t, sizes = 0, []
+        while t < n_tpl:
+            stop = block_end(t, n_tpl)
+            assert t < stop <= n_tpl and stop - t <= LOOKAHEAD
+            sizes.append(stop - t)
+            t = stop
+        assert sum(sizes) == n_tpl
+        assert sizes[:4] == [2, 2, 4, 8][: len(sizes)] or n_tpl < 16

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import (LOOKAHEAD, NEG_INF, best_valid, find_row, first_lead, prefix_train_step, score_block,
+from .scoring import (LOOKAHEAD, NEG_INF, best_valid, block_end, find_row, open_scores, prefix_train_step, score_block,
                       score_counted)
 
 SHIFT = 0
@@ -282,17 +282,14 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, end, kids)
             fill_valid(valid, kind, depth, b0, end, single)
-            scores[:] = 0.0
-            lead = first_lead(valid)
+            done, cand = open_scores(scores, valid, margin)
             k = 0
-            for block in range(0, n_tpl, LOOKAHEAD):
-                if margin >= 0.0 and block > 0 and lead >= margin:
-                    break
-                stop = min(block + LOOKAHEAD, n_tpl)
-                state_keys(keys, block, stop, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
+            while k < n_tpl and not (margin >= 0.0 and k > 0 and done):
+                stop = block_end(k, n_tpl)
+                state_keys(keys, k, stop, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
                            tags, poss, lab, val, sets)
-                n, lead = score_block(keys, block, stop, tab, tab_off, W, lv, packed, valid, margin, scores,
-                                      ahead, lead)
+                n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, margin, scores, ahead,
+                                            done, cand)
                 k += n
             a = best_valid(scores, valid)
             used[b0 if kind[a] == SHIFT else stack[depth - 1]] += k

@@ -23,21 +23,50 @@ def add_row(scores, W, row):
 
 
 @njit(cache=True, nogil=True)
-def add_row_lead(scores, W, row, valid):
-    """Add a weight row and return how far the best valid label leads the
-    second (0 on a tie): the margin test of dynamic feature selection, in
-    the same pass as the add, with a branch-free running top two."""
-    first = NEG_INF
-    second = NEG_INF
+def open_scores(scores, valid, margin):
+    """Start a decision's scores: 0 for valid labels, NEG_INF for the rest,
+    so the margin test needs no mask (a weight sum never lifts NEG_INF).
+    Returns (done, cand): whether the margin test already holds (the lead
+    of equal scores is 0, and is unbounded with at most one valid label),
+    and a first guess at the best label for `leads`."""
+    n = 0
+    cand = -1
     for y in range(scores.shape[0]):
-        v = scores[y] + W[row, y]
-        scores[y] = v
-        m = v if valid[y] else NEG_INF
-        second = max(second, min(first, m))
-        first = max(first, m)
-    if second == NEG_INF:
-        return np.float32(3.0e38)
-    return first - second
+        if valid[y]:
+            scores[y] = 0.0
+            n += 1
+            if cand < 0:
+                cand = y
+        else:
+            scores[y] = NEG_INF
+    return n <= 1 or margin == 0.0, max(cand, 0)
+
+
+@njit(cache=True, nogil=True)
+def leads(scores, margin, cand):
+    """Whether the best label leads every other by `margin` (>= 0), and the
+    best label. `cand` is the best one at the last test and usually still is:
+    then the test is two counts over the labels, which vectorize (a running
+    top two does not: its max/min chain is one long dependency). Only when a
+    label overtook `cand` is the best found again."""
+    top = scores[cand]
+    lo = top - margin
+    above = 0
+    close = 0
+    for y in range(scores.shape[0]):
+        above += scores[y] > top
+        close += scores[y] > lo
+    if above > 0:
+        for y in range(scores.shape[0]):
+            if scores[y] > top:
+                top = scores[y]
+                cand = y
+        lo = top - margin
+        close = 0
+        for y in range(scores.shape[0]):
+            close += scores[y] > lo
+    # with margin > 0, cand itself is above lo
+    return close <= 1, cand
 
 
 @njit(cache=True, nogil=True)
@@ -50,26 +79,6 @@ def best_valid(scores, valid):
             best = y
             best_val = scores[y]
     return best
-
-
-@njit(cache=True, nogil=True)
-def leads_by(scores, valid, margin):
-    """True when the best valid label leads every other valid label by margin."""
-    first = NEG_INF
-    second = NEG_INF
-    n = 0
-    for y in range(scores.shape[0]):
-        if valid[y]:
-            n += 1
-            v = scores[y]
-            if v > first:
-                second = first
-                first = v
-            elif v > second:
-                second = v
-    if n <= 1:
-        return True
-    return first - second >= margin
 
 
 @njit(cache=True, nogil=True)
@@ -295,7 +304,19 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
     return pred
 
 
+# Templates are scored in blocks whose keys are made and rows looked up
+# together (the probes' memory latencies overlap). Blocks grow 2, 2, 4, 8,
+# 8, ...: most decisions stop within the first few templates, and keys made
+# past the stop are wasted work.
+FIRST_BLOCK = 2
 LOOKAHEAD = 8
+
+
+@njit(cache=True, nogil=True)
+def block_end(t0, n_tpl):
+    """End of the block of templates that starts at t0."""
+    size = FIRST_BLOCK if t0 < 2 * FIRST_BLOCK else min(t0, LOOKAHEAD)
+    return min(t0 + size, n_tpl)
 
 
 SPAN_BITS = np.int64(16)
@@ -312,36 +333,12 @@ def add_span(scores, lv, span):
 
 
 @njit(cache=True, nogil=True)
-def top_two_gap(scores, valid):
-    """How far the best valid label leads the second (huge if only one)."""
-    first = NEG_INF
-    second = NEG_INF
-    for y in range(scores.shape[0]):
-        m = scores[y] if valid[y] else NEG_INF
-        second = max(second, min(first, m))
-        first = max(first, m)
-    if second == NEG_INF:
-        return np.float32(3.0e38)
-    return first - second
-
-
-@njit(cache=True, nogil=True)
-def first_lead(valid):
-    """The lead before any row is added: all scores are equal, so none,
-    unless at most one label is valid. (The margin test runs after each
-    template, so every decision scores at least one.)"""
-    n = 0
-    for y in range(valid.shape[0]):
-        n += valid[y] != 0
-    return np.float32(3.0e38) if n <= 1 else np.float32(0.0)
-
-
-@njit(cache=True, nogil=True)
-def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, valid, margin, scores, ahead, lead):
+def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, scores, ahead, done, cand):
     """Add the rows of templates t0..t1-1 (at most LOOKAHEAD, keys in
-    keys[t0:t1]) to the scores of a decision, in order; with margin >= 0,
-    stop once the best valid label leads by the margin. Returns (templates
-    scored, lead); the decision is done when lead >= margin >= 0.
+    keys[t0:t1]) to the scores of a decision (opened by open_scores), in
+    order; with margin >= 0, stop once the best label leads by the margin.
+    Returns (templates scored, done, cand); `done` and `cand` carry the
+    margin test from block to block (see leads).
 
     Weights are dense rows `W`, or with `packed`, a table whose values are
     spans of nonzero (label, value) pairs in `lv` (SparseLinearModel.packed):
@@ -349,33 +346,22 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, valid, margin, scores
     is smaller, adds fewer numbers and reads one place per feature. The rows
     of a block are looked up before any is added: the probes are
     independent, so their memory latencies overlap. The margin test runs
-    after every template for dense rows (fused with the add), after the
-    block for packed ones. A task computes the keys of a
-    block just before scoring it, so templates after the stop cost nothing.
+    after every template for dense rows, after the block for packed ones (a
+    few nonzeros rarely change the lead, and the test is a pass over every
+    action). A task computes the keys of a block just before scoring it, so
+    templates after the stop cost nothing.
     """
     for t in range(t0, t1):
         ahead[t - t0] = find_row(tab, tab_off, t, keys[t])
-    if margin < 0.0:
-        for t in range(t0, t1):
-            row = ahead[t - t0]
-            if row >= 0:
-                if packed:
-                    add_span(scores, lv, row)
-                else:
-                    add_row(scores, W, row)
-        return t1 - t0, lead
-    if packed:
-        # a span's lead costs a pass over every label (it is not fused with
-        # the add as for dense rows), so packed rows are tested per block
-        for t in range(t0, t1):
-            row = ahead[t - t0]
-            if row >= 0:
-                add_span(scores, lv, row)
-        return t1 - t0, top_two_gap(scores, valid)
     for t in range(t0, t1):
         row = ahead[t - t0]
         if row >= 0:
-            lead = add_row_lead(scores, W, row, valid)
-        if lead >= margin:
-            return t - t0 + 1, lead
-    return t1 - t0, lead
+            if packed:
+                add_span(scores, lv, row)
+            else:
+                add_row(scores, W, row)
+            if margin >= 0.0:
+                done, cand = leads(scores, margin, cand)
+        if margin >= 0.0 and done:
+            return t - t0 + 1, done, cand
+    return t1 - t0, done, cand

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import LOOKAHEAD, best_valid, first_lead, prefix_train_step, score_block
+from .scoring import LOOKAHEAD, best_valid, block_end, open_scores, prefix_train_step, score_block
 
 
 LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
@@ -137,18 +137,15 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
                     remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
                 continue
             valid = valid_labels(allowed, pred, fixed, i, start, end)
-            scores[:] = 0.0
-            lead = first_lead(valid)
+            done, cand = open_scores(scores, valid, margin)
             n = 0
-            for block in range(0, n_tpl, LOOKAHEAD):
-                if margin >= 0.0 and block > 0 and lead >= margin:
-                    break
-                stop = min(block + LOOKAHEAD, n_tpl)
-                for t in range(block, stop):
+            while n < n_tpl and not (margin >= 0.0 and n > 0 and done):
+                stop = block_end(n, n_tpl)
+                for t in range(n, stop):
                     keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
                                            lex_rows, lex, tags, pred, hist)
-                k, lead = score_block(keys, block, stop, tab, tab_off, W, W, False, valid, margin, scores,
-                                      ahead, lead)
+                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, margin, scores, ahead,
+                                            done, cand)
                 n += k
             pred[i] = best_valid(scores, valid)
             used[i] = n

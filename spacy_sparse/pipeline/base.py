@@ -112,16 +112,17 @@ class DocBatch:
         self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.doc_off[1:])
         self.n_tokens = int(self.doc_off[-1])
-        if self.n_tokens:
-            orths = np.concatenate([doc.to_array(ORTH) for doc in docs if len(doc)])
-        else:
-            orths = np.zeros(0, dtype=np.uint64)
-        self.lex_rows, self.lex = lexicon.lookup(orths)
+        parts = [np.zeros(0, dtype=np.uint64)]
         starts = [self.doc_off[:-1][lengths > 0]]
         for i, doc in enumerate(docs):
             if len(doc) > 1 and doc.has_annotation("SENT_START"):
-                inner = np.flatnonzero(doc.to_array(SENT_START)[1:] == 1) + 1
-                starts.append(inner + self.doc_off[i])
+                # one to_array call for both columns costs less than two
+                cols = doc.to_array([ORTH, SENT_START])
+                parts.append(cols[:, 0])
+                starts.append(np.flatnonzero(cols[1:, 1] == 1) + 1 + self.doc_off[i])
+            elif len(doc):
+                parts.append(doc.to_array(ORTH))
+        self.lex_rows, self.lex = lexicon.lookup(np.concatenate(parts))
         self.seg_off = np.unique(np.concatenate(starts + [self.doc_off[-1:]])).astype(np.int64)
         self.seg_new_doc = np.isin(self.seg_off[:-1], self.doc_off).astype(np.uint8)
 
