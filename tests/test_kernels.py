@@ -144,12 +144,14 @@ def test_leads_matches_top_two_for_any_guess():
 def test_blocks_cover_every_template_once():
     from spacy_sparse.kernels.scoring import LOOKAHEAD, block_end
 
-    for n_tpl in range(1, 60):
-        t, sizes = 0, []
-        while t < n_tpl:
-            stop = block_end(t, n_tpl)
-            assert t < stop <= n_tpl and stop - t <= LOOKAHEAD
-            sizes.append(stop - t)
-            t = stop
-        assert sum(sizes) == n_tpl
-        assert sizes[:4] == [2, 2, 4, 8][: len(sizes)] or n_tpl < 16
+    for first, expect in ((2, [2, 2, 4, 8, 8]), (LOOKAHEAD, [8, 8, 8, 8, 8])):
+        for n_tpl in range(1, 60):
+            t, sizes = 0, []
+            while t < n_tpl:
+                stop = block_end(t, n_tpl, first)
+                assert t < stop <= n_tpl and stop - t <= LOOKAHEAD
+                sizes.append(stop - t)
+                t = stop
+            assert sum(sizes) == n_tpl
+            if n_tpl >= 40:
+                assert sizes[:5] == expect

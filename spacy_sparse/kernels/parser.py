@@ -285,7 +285,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
             done, cand = open_scores(scores, valid, margin)
             k = 0
             while k < n_tpl and not (margin >= 0.0 and k > 0 and done):
-                stop = block_end(k, n_tpl)
+                stop = block_end(k, n_tpl, LOOKAHEAD)
                 state_keys(keys, k, stop, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
                            tags, poss, lab, val, sets)
                 n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, margin, scores, ahead,

@@ -305,17 +305,18 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
 
 
 # Templates are scored in blocks whose keys are made and rows looked up
-# together (the probes' memory latencies overlap). Blocks grow 2, 2, 4, 8,
-# 8, ...: most decisions stop within the first few templates, and keys made
-# past the stop are wasted work.
-FIRST_BLOCK = 2
+# together (the probes' memory latencies overlap), at most LOOKAHEAD long.
+# A tagger's blocks grow 2, 2, 4, 8, 8, ...: half its tokens stop after two
+# templates, and keys made past the stop are wasted work. The parser's are 8
+# throughout (its margin test runs once a block, see score_block).
 LOOKAHEAD = 8
 
 
 @njit(cache=True, nogil=True)
-def block_end(t0, n_tpl):
-    """End of the block of templates that starts at t0."""
-    size = FIRST_BLOCK if t0 < 2 * FIRST_BLOCK else min(t0, LOOKAHEAD)
+def block_end(t0, n_tpl, first):
+    """End of the block of templates that starts at t0, when the first
+    block holds `first` templates."""
+    size = first if t0 < 2 * first else min(t0, LOOKAHEAD)
     return min(t0 + size, n_tpl)
 
 
@@ -346,22 +347,25 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, scores, ahead
     is smaller, adds fewer numbers and reads one place per feature. The rows
     of a block are looked up before any is added: the probes are
     independent, so their memory latencies overlap. The margin test runs
-    after every template for dense rows, after the block for packed ones (a
-    few nonzeros rarely change the lead, and the test is a pass over every
-    action). A task computes the keys of a block just before scoring it, so
+    after every template for dense rows, after the block for packed ones
+    (the parser's: testing after every template stopped it too early, see
+    README). A task computes the keys of a block just before scoring it, so
     templates after the stop cost nothing.
     """
     for t in range(t0, t1):
         ahead[t - t0] = find_row(tab, tab_off, t, keys[t])
     for t in range(t0, t1):
         row = ahead[t - t0]
-        if row >= 0:
-            if packed:
+        if packed:
+            if row >= 0:
                 add_span(scores, lv, row)
-            else:
-                add_row(scores, W, row)
+            continue
+        if row >= 0:
+            add_row(scores, W, row)
             if margin >= 0.0:
                 done, cand = leads(scores, margin, cand)
         if margin >= 0.0 and done:
             return t - t0 + 1, done, cand
+    if packed and margin >= 0.0:
+        done, cand = leads(scores, margin, cand)
     return t1 - t0, done, cand

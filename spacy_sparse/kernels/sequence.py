@@ -22,6 +22,7 @@ from .scoring import LOOKAHEAD, best_valid, block_end, open_scores, prefix_train
 
 LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
 HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in this doc
+FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 
 
 @njit(cache=True, nogil=True)
@@ -140,7 +141,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
             done, cand = open_scores(scores, valid, margin)
             n = 0
             while n < n_tpl and not (margin >= 0.0 and n > 0 and done):
-                stop = block_end(n, n_tpl)
+                stop = block_end(n, n_tpl, FIRST_BLOCK)
                 for t in range(n, stop):
                     keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
                                            lex_rows, lex, tags, pred, hist)
