@@ -190,3 +190,34 @@ def test_sentences_are_segments(trained, ewt_refs):
     assert [t.tag_ for t in tagged] == [t.tag_ for d in separate for t in d]
     plain = tagger(bare_copy(ref))
     assert not plain.has_annotation("SENT_START")
+
+
+def test_a_huge_batch_is_learned_in_runs_with_the_same_result(ewt_refs, monkeypatch):
+    """update() cuts a batch into runs of whole docs (bounded memory); the
+    learner is online, so every feature gets the weights of one uncut pass
+    (the hash tables may differ in size, so compare feature by feature)."""
+    from spacy_sparse.pipeline import base
+
+    def train(max_tokens):
+        # cells a token may reserve: 48 templates x the labels seen
+        monkeypatch.setattr(base, "MAX_TRAIN_CELLS", max_tokens * 48 * 50)
+        nlp = spacy.blank("en")
+        tagger = nlp.add_pipe("sparse_tagger")
+        train = to_examples(nlp, ewt_refs["train"][:200])
+        nlp.initialize(lambda: train)
+        nlp.update(train)
+        model = tagger.sparse
+        W = model.weights()
+        features = {}
+        for t in range(len(model.templates)):
+            for slot in range(model.tab_off[t], model.tab_off[t + 1]):
+                if model.tab[2 * slot]:
+                    features[(t, int(model.tab[2 * slot]))] = W[int(model.tab[2 * slot + 1])].tobytes()
+        return features
+
+    cut = train(300)
+    whole = train(10 ** 9)
+    assert len(cut) > 10_000
+    assert cut == whole
+    runs = base._token_chunks(to_examples(spacy.blank("en"), ewt_refs["train"][:200]), 300)
+    assert len(runs) > 5 and all(sum(len(eg.predicted) for eg in run) <= 300 or len(run) == 1 for run in runs)

@@ -98,6 +98,31 @@ def ambiguity_classes(pairs: Iterable[Tuple[str, str]], min_count: int = 3,
     return classes
 
 
+# A training kernel gets room for every feature its batch could add: tokens x
+# decisions x templates new rows of all labels, 16 bytes a cell (weights,
+# averaging sums, AdaGrad sums). A batch whose room would pass this many
+# cells (about 2 GB) is cut into runs of whole docs. The learner is online,
+# so a tagger or NER learns exactly what one pass over the whole batch
+# teaches (the parser draws its per-batch random choices per run).
+# spacy train's batches stay far below it.
+MAX_TRAIN_CELLS = 128_000_000
+
+
+def _token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]]:
+    """Consecutive runs of examples with at most max_tokens predicted tokens
+    each (a longer example makes a run of its own)."""
+    parts: List[List[Example]] = [[]]
+    n = 0
+    for eg in examples:
+        size = len(eg.predicted)
+        if parts[-1] and n + size > max_tokens:
+            parts.append([])
+            n = 0
+        parts[-1].append(eg)
+        n += size
+    return parts
+
+
 class DocBatch:
     """Tokens of several docs as flat arrays (the kernels' input).
 
@@ -132,6 +157,8 @@ class SparsePipe(TrainablePipe):
 
     # what the task's kernel reads: offsets ("sequence") or parser slots ("state")
     template_kind = "sequence"
+    # decisions a token takes part in (the parser: shifted and popped)
+    decisions_per_token = 1
 
     def __init__(
         self,
@@ -364,7 +391,9 @@ class SparsePipe(TrainablePipe):
         if not examples:
             return losses
         model.min_updates = self.cfg.get("min_updates", 1)
-        losses[self.name] += float(self._train_batch(model, examples))
+        cells = self.decisions_per_token * len(model.templates) * max(1, model.n_labels)
+        for part in _token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
+            losses[self.name] += float(self._train_batch(model, part))
         model.instances += len(examples)
         model.changed()
         return losses

@@ -124,6 +124,7 @@ class SparseParser(SparsePipe):
     """Assigns heads, dependency labels and sentence boundaries."""
 
     template_kind = "state"
+    decisions_per_token = 2
 
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
@@ -245,7 +246,7 @@ class SparseParser(SparsePipe):
         batch, tags, poss, single = self._state_inputs(docs, whole)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
-        model.reserve(2 * batch.n_tokens, adagrad=self.adagrad)
+        model.reserve(self.decisions_per_token * batch.n_tokens, adagrad=self.adagrad)
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
         self._words_seen += batch.n_tokens
         return train_parse(
