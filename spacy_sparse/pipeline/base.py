@@ -133,23 +133,28 @@ class DocBatch:
     """
 
     def __init__(self, docs: Sequence[Doc], lexicon: Lexicon):
-        lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
         self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.doc_off[1:])
         self.n_tokens = int(self.doc_off[-1])
-        parts = [np.zeros(0, dtype=np.uint64)]
-        starts = [self.doc_off[:-1][lengths > 0]]
-        for i, doc in enumerate(docs):
-            if len(doc) > 1 and doc.has_annotation("SENT_START"):
-                # one to_array call for both columns costs less than two
-                cols = doc.to_array([ORTH, SENT_START])
-                parts.append(cols[:, 0])
-                starts.append(np.flatnonzero(cols[1:, 1] == 1) + 1 + self.doc_off[i])
+        # one (ORTH, SENT_START) table for the batch, so sentence starts are
+        # found in one vectorized pass, not per doc
+        cols = [np.zeros((0, 2), dtype=np.uint64)]
+        for doc in docs:
+            if doc.has_annotation("SENT_START"):
+                cols.append(doc.to_array([ORTH, SENT_START]).reshape(-1, 2))
             elif len(doc):
-                parts.append(doc.to_array(ORTH))
-        self.lex_rows, self.lex = lexicon.lookup(np.concatenate(parts))
-        self.seg_off = np.unique(np.concatenate(starts + [self.doc_off[-1:]])).astype(np.int64)
-        self.seg_new_doc = np.isin(self.seg_off[:-1], self.doc_off).astype(np.uint8)
+                unset = np.zeros((len(doc), 2), dtype=np.uint64)
+                unset[:, 0] = doc.to_array(ORTH)
+                cols.append(unset)
+        table = np.concatenate(cols)
+        self.lex_rows, self.lex = lexicon.lookup(np.ascontiguousarray(table[:, 0]))
+        doc_starts = self.doc_off[:-1][lengths > 0]
+        starts = table[:, 1] == 1
+        starts[doc_starts] = True
+        self.seg_off = np.append(np.flatnonzero(starts), self.n_tokens).astype(np.int64)
+        self.seg_new_doc = np.zeros(self.seg_off.shape[0] - 1, dtype=np.uint8)
+        self.seg_new_doc[np.searchsorted(self.seg_off[:-1], doc_starts)] = 1
 
 
 class SparsePipe(TrainablePipe):
