@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import (LOOKAHEAD, NEG_INF, best_valid, block_end, find_row, open_scores, prefix_train_step, score_block,
+from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, find_row, open_scores, prefix_train_step, score_block,
                       score_counted)
 
 SHIFT = 0
@@ -291,7 +291,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
                 n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, margin, scores, ahead,
                                             done, cand)
                 k += n
-            a = best_valid(scores, valid)
+            a = decided(scores, valid, margin, done, cand)
             used[b0 if kind[a] == SHIFT else stack[depth - 1]] += k
             depth, b0 = apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
         write_output(start, end, head, lab, heads_out, labels_out)

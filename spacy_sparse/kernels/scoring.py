@@ -30,16 +30,16 @@ def open_scores(scores, valid, margin):
     of equal scores is 0, and is unbounded with at most one valid label),
     and a first guess at the best label for `leads`."""
     n = 0
-    cand = -1
+    for y in range(scores.shape[0]):  # branch-free, so it vectorizes
+        v = valid[y] != 0
+        scores[y] = np.float32(0.0) if v else NEG_INF
+        n += v
+    cand = 0
     for y in range(scores.shape[0]):
         if valid[y]:
-            scores[y] = 0.0
-            n += 1
-            if cand < 0:
-                cand = y
-        else:
-            scores[y] = NEG_INF
-    return n <= 1 or margin == 0.0, max(cand, 0)
+            cand = y
+            break
+    return n <= 1 or margin == 0.0, cand
 
 
 @njit(cache=True, nogil=True)
@@ -79,6 +79,16 @@ def best_valid(scores, valid):
             best = y
             best_val = scores[y]
     return best
+
+
+@njit(cache=True, nogil=True)
+def decided(scores, valid, margin, done, cand):
+    """The label a decision takes. When the margin test stopped it, `cand`
+    leads every other label by margin > 0, so it is the best one already
+    (no pass over the labels); otherwise the best valid label."""
+    if done and margin > 0.0 and valid[cand]:
+        return cand
+    return best_valid(scores, valid)
 
 
 @njit(cache=True, nogil=True)

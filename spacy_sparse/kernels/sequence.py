@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import LOOKAHEAD, best_valid, block_end, open_scores, prefix_train_step, score_block
+from .scoring import LOOKAHEAD, block_end, decided, open_scores, prefix_train_step, score_block
 
 
 LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
@@ -148,7 +148,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
                 k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, margin, scores, ahead,
                                             done, cand)
                 n += k
-            pred[i] = best_valid(scores, valid)
+            pred[i] = decided(scores, valid, margin, done, cand)
             used[i] = n
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
