@@ -141,6 +141,30 @@ def test_leads_matches_top_two_for_any_guess():
                 assert cand == best
 
 
+def test_a_stopped_decision_takes_the_best_valid_label():
+    """`decided` skips the pass over the labels when the margin test stopped
+    a decision; the label must be the one best_valid finds, for every valid
+    mask (none, one, many), margin (0 included) and outcome of the test."""
+    from spacy_sparse.kernels.scoring import best_valid, decided, leads, open_scores
+
+    rng = np.random.default_rng(1)
+    shortcuts = 0
+    for trial in range(1000):
+        n = int(rng.integers(1, 40))
+        valid = (rng.random(n) < rng.choice([0.0, 0.1, 0.7])).astype(np.uint8)
+        scores = np.zeros(n, dtype=np.float32)
+        margin = float(rng.choice([0.0, 0.5, 3.0, 10.0]))
+        done, cand = open_scores(scores, valid, margin)
+        for _ in range(int(rng.integers(0, 4))):
+            scores += rng.integers(-3, 4, size=n).astype(np.float32)  # ties are common
+            if valid.sum() > 1:
+                done, cand = leads(scores, margin, cand)
+        expect = best_valid(scores, valid)
+        assert decided(scores, valid, margin, done, cand) == expect, trial
+        shortcuts += bool(done and margin > 0 and valid.sum() > 1)
+    assert shortcuts > 50  # the shortcut itself was taken
+
+
 def test_blocks_cover_every_template_once():
     from spacy_sparse.kernels.scoring import LOOKAHEAD, block_end
 
