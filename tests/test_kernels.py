@@ -179,3 +179,31 @@ def test_blocks_cover_every_template_once():
             assert sum(sizes) == n_tpl
             if n_tpl >= 40:
                 assert sizes[:5] == expect
+
+
+def test_batch_segments_are_the_sentences_or_the_whole_doc():
+    """DocBatch cuts a doc at its sentence starts when it has them, else
+    keeps it whole; empty docs take no segment, and each doc's first segment
+    is marked as starting a new doc."""
+    import spacy
+    from spacy.tokens import Doc
+
+    from spacy_sparse.lexicon import Lexicon
+
+    vocab = spacy.blank("en").vocab
+    docs = [
+        Doc(vocab, words=["a", "b", "c", "d", "e"], sent_starts=[True, False, True, False, True]),
+        Doc(vocab, words=[]),
+        Doc(vocab, words=["f", "g", "h"]),  # no sentence annotation
+        Doc(vocab, words=["i"], sent_starts=[True]),
+        Doc(vocab, words=["j", "k", "l"], sent_starts=[True, False, False]),
+        Doc(vocab, words=["m", "n"]),
+    ]
+    batch = DocBatch(docs, Lexicon(vocab))
+    assert batch.doc_off.tolist() == [0, 5, 5, 8, 9, 12, 14]
+    assert batch.seg_off.tolist() == [0, 2, 4, 5, 8, 9, 12, 14]
+    assert batch.seg_new_doc.tolist() == [1, 0, 0, 1, 1, 1, 1]
+    words = [t.orth for doc in docs for t in doc]
+    assert batch.lex[batch.lex_rows, LEX_ATTRS.index("orth")].tolist() == words
+    empty = DocBatch([Doc(vocab, words=[])], Lexicon(vocab))
+    assert empty.seg_off.tolist() == [0] and empty.seg_new_doc.tolist() == []
