@@ -141,6 +141,36 @@ def test_leads_matches_top_two_for_any_guess():
                 assert cand == best
 
 
+def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
+    """The rows a batch caches per word type for one-word templates are the
+    rows their keys find, token by token, whatever the template's offset."""
+    from spacy_sparse.kernels.scoring import find_row
+    from spacy_sparse.kernels.sequence import sequence_key, word_rows
+
+    templates = ["lower@0", "suf3@0", "lower@-2", "shape@1", "tag@-1", "lower@0+lower@1", "tag@-1+suf2@0"]
+    nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1, templates=templates)
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
+    batch = DocBatch(docs, tagger.lexicon)
+    m = tagger.sparse
+    column, tid, rows = word_rows(batch.lex_rows, batch.lex, m.seeds, m.atom_off, m.atom_src, m.tab, m.tab_off)
+    one_word = [len(t.atoms) == 1 and t.atoms[0].attr != "tag" for t in m.templates]
+    assert one_word == [c >= 0 for c in column] and sum(one_word) == 4
+    pred = np.zeros(batch.n_tokens, dtype=np.int32)
+    hist = np.zeros(0, dtype=np.uint64)
+    found = 0
+    for start, end in zip(batch.seg_off[:-1], batch.seg_off[1:]):
+        for i in range(start, end):
+            for t in np.flatnonzero(column >= 0):
+                p = i + m.atom_pos[m.atom_off[t]]
+                if start <= p < end:
+                    key = sequence_key(t, i, start, end, m.seeds, m.atom_off, m.atom_src, m.atom_pos,
+                                       batch.lex_rows, batch.lex, np.zeros(0, np.uint64), pred, hist)
+                    assert rows[tid[p], column[t]] == find_row(m.tab, m.tab_off, t, key)
+                    found += rows[tid[p], column[t]] >= 0
+    assert found > 500
+    assert len(rows) < batch.n_tokens / 2  # one row of the cache per word type, not per token
+
+
 def test_a_stopped_decision_takes_the_best_valid_label():
     """`decided` skips the pass over the labels when the margin test stopped
     a decision; the label must be the one best_valid finds, for every valid

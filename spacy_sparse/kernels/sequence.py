@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import LOOKAHEAD, block_end, decided, open_scores, prefix_train_step, score_block
+from .scoring import LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block
 
 
 LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
@@ -46,6 +46,52 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
             v = tags[p]
         h = mix(h, v)
     return finish_key(h)
+
+
+@njit(cache=True, nogil=True)
+def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off):
+    """Rows of the one-word templates (one lexical atom: the key depends on
+    a single word) per word type of a batch. A type recurs (half of running
+    text is its ~100 commonest words), so these keys are made and looked up
+    once per type, not once per token.
+
+    Returns (column, tid, rows): column[t] is template t's column in rows
+    (-1: not a one-word template), tid[i] the type of token i, rows[k, c]
+    the row (-1: none) of column c's feature for type k.
+    """
+    column = np.full(seeds.shape[0], -1, dtype=np.int32)
+    n_cols = 0
+    for t in range(seeds.shape[0]):
+        if atom_off[t + 1] - atom_off[t] == 1 and atom_src[atom_off[t]] >= 0:
+            column[t] = n_cols
+            n_cols += 1
+    n = lex_rows.shape[0]
+    cap = 8
+    while cap < 2 * n:
+        cap *= 2
+    slot_word = np.full(cap, -1, dtype=np.int64)
+    slot_type = np.zeros(cap, dtype=np.int32)
+    tid = np.zeros(n, dtype=np.int32)
+    word_of = np.zeros(n, dtype=np.int64)
+    n_types = 0
+    for i in range(n if n_cols > 0 else 0):
+        w = lex_rows[i]
+        s = np.int64(mix(np.uint64(0), np.uint64(w)) & np.uint64(cap - 1))
+        while slot_word[s] >= 0 and slot_word[s] != w:
+            s = (s + 1) & (cap - 1)
+        if slot_word[s] < 0:
+            slot_word[s] = w
+            slot_type[s] = n_types
+            word_of[n_types] = w
+            n_types += 1
+        tid[i] = slot_type[s]
+    rows = np.zeros((n_types, max(n_cols, 1)), dtype=np.int32)
+    for k in range(n_types):
+        for t in range(seeds.shape[0]):
+            if column[t] >= 0:
+                key = finish_key(mix(seeds[t], lex[word_of[k], atom_src[atom_off[t]]]))
+                rows[k, column[t]] = find_row(tab, tab_off, t, key)
+    return column, tid, rows
 
 
 @njit(cache=True, nogil=True)
@@ -111,10 +157,13 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
-                     tab_off, tab, W, allowed, fixed, hist_of, margin, pred, used):
+                     tab_off, tab, W, allowed, fixed, hist_of, column, tid, type_rows, margin, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates).
 
+    One-word templates read their rows from the batch's word types
+    (`column`, `tid`, `type_rows`: word_rows) inside a segment; past its
+    edges, and for every other template, the row is looked up by key.
     Writes the label into pred and the number of templates scored into used.
     """
     n_tpl = seeds.shape[0]
@@ -143,8 +192,13 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
             while n < n_tpl and not (margin >= 0.0 and n > 0 and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK)
                 for t in range(n, stop):
-                    keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
-                                           lex_rows, lex, tags, pred, hist)
+                    p = i + atom_pos[atom_off[t]]
+                    if column[t] >= 0 and start <= p < end:
+                        keys[t] = 0  # score_block: the row is in ahead
+                        ahead[t - n] = type_rows[tid[p], column[t]]
+                    else:
+                        keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
+                                               tags, pred, hist)
                 k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, margin, scores, ahead,
                                             done, cand)
                 n += k

@@ -12,7 +12,7 @@ from spacy.attrs import TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..kernels.sequence import gold_keys, predict_sequence, train_sequence
+from ..kernels.sequence import gold_keys, predict_sequence, train_sequence, word_rows
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import DocBatch, SparsePipe
@@ -58,12 +58,14 @@ class SequencePipe(SparsePipe):
         W = model.weights()
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
+        column, tid, type_rows = word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src,
+                                           model.tab, model.tab_off)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
                 batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
-                model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, margin,
-                pred, used,
+                model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, column, tid,
+                type_rows, margin, pred, used,
             )
 
         self._over_segments(batch, label)
