@@ -152,9 +152,14 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
-    column, tid, rows = word_rows(batch.lex_rows, batch.lex, m.seeds, m.atom_off, m.atom_src, m.tab, m.tab_off)
     one_word = [len(t.atoms) == 1 and t.atoms[0].attr != "tag" for t in m.templates]
-    assert one_word == [c >= 0 for c in column] and sum(one_word) == 4
+    assert sum(one_word) == 4
+    for depth in (1, 3):  # only the first `depth` templates are cached
+        column, _, _ = word_rows(batch.lex_rows, batch.lex, m.seeds, m.atom_off, m.atom_src, m.tab, m.tab_off, depth)
+        assert [c >= 0 for c in column] == [w and t < depth for t, w in enumerate(one_word)]
+    column, tid, rows = word_rows(batch.lex_rows, batch.lex, m.seeds, m.atom_off, m.atom_src, m.tab, m.tab_off,
+                                  len(m.templates))
+    assert one_word == [c >= 0 for c in column]
     pred = np.zeros(batch.n_tokens, dtype=np.int32)
     hist = np.zeros(0, dtype=np.uint64)
     found = 0
@@ -169,6 +174,24 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
                     found += rows[tid[p], column[t]] >= 0
     assert found > 500
     assert len(rows) < batch.n_tokens / 2  # one row of the cache per word type, not per token
+
+
+def test_labels_do_not_depend_on_the_word_cache_depth(ewt_refs):
+    """A tagger caches the rows of fewer templates once it knows how many a
+    token needs at its margin; only the time may change, not the labels."""
+    nlp, tagger = train_tagger(ewt_refs["train"][:80], epochs=2)
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:20])]
+    for margin in (None, 2.0, 10.0):
+        tagger.margin = margin
+        tagger.reset_usage()
+        depth_all = tagger._word_cache_depth(len(tagger.sparse.templates))
+        first, _ = tagger.predict(docs)
+        depth_then = tagger._word_cache_depth(len(tagger.sparse.templates))
+        again, _ = tagger.predict(docs)
+        assert np.array_equal(first, again)
+        assert depth_all == len(tagger.sparse.templates)
+        if margin is not None:
+            assert depth_then < depth_all
 
 
 def test_a_stopped_decision_takes_the_best_valid_label():

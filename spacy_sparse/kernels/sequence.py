@@ -49,19 +49,20 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
 
 
 @njit(cache=True, nogil=True)
-def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off):
+def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, depth):
     """Rows of the one-word templates (one lexical atom: the key depends on
-    a single word) per word type of a batch. A type recurs (half of running
-    text is its ~100 commonest words), so these keys are made and looked up
-    once per type, not once per token.
+    a single word) among the first `depth` templates, per word type of a
+    batch. A type recurs (half of running text is its ~100 commonest
+    words), so these keys are made and looked up once per type, not once
+    per token.
 
     Returns (column, tid, rows): column[t] is template t's column in rows
-    (-1: not a one-word template), tid[i] the type of token i, rows[k, c]
-    the row (-1: none) of column c's feature for type k.
+    (-1: not cached), tid[i] the type of token i, rows[k, c] the row (-1:
+    none) of column c's feature for type k.
     """
     column = np.full(seeds.shape[0], -1, dtype=np.int32)
     n_cols = 0
-    for t in range(seeds.shape[0]):
+    for t in range(min(depth, seeds.shape[0])):
         if atom_off[t + 1] - atom_off[t] == 1 and atom_src[atom_off[t]] >= 0:
             column[t] = n_cols
             n_cols += 1

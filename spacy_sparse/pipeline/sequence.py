@@ -59,7 +59,7 @@ class SequencePipe(SparsePipe):
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
         column, tid, type_rows = word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src,
-                                           model.tab, model.tab_off)
+                                           model.tab, model.tab_off, self._word_cache_depth(len(model.seeds)))
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
@@ -71,6 +71,17 @@ class SequencePipe(SparsePipe):
         self._over_segments(batch, label)
         self._record_usage(used[used > 0] if len(fixed) else used)
         return pred, batch.doc_off
+
+    def _word_cache_depth(self, n_templates: int) -> int:
+        """How many leading templates have their rows cached per word type
+        (kernels.sequence.word_rows). A cached row costs one lookup per type
+        and pays off only on the tokens that reach its template: all do
+        without a margin; with one, cache twice the templates a token has
+        needed so far (all on the first batch). Labels never depend on it."""
+        used = self.templates_per_token
+        if self.margin is None or used == 0:
+            return n_templates
+        return min(n_templates, int(np.ceil(2 * used)))
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         examples_docs = [eg.predicted for eg in examples]
