@@ -67,13 +67,14 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, depth):
             column[t] = n_cols
             n_cols += 1
     n = lex_rows.shape[0]
+    most = min(n, lex.shape[0])  # word types in the batch: at most the lexicon's
     cap = 8
-    while cap < 2 * n:
+    while cap < 2 * most:
         cap *= 2
     slot_word = np.full(cap, -1, dtype=np.int64)
     slot_type = np.zeros(cap, dtype=np.int32)
     tid = np.zeros(n, dtype=np.int32)
-    word_of = np.zeros(n, dtype=np.int64)
+    word_of = np.zeros(most, dtype=np.int64)
     n_types = 0
     for i in range(n if n_cols > 0 else 0):
         w = lex_rows[i]
@@ -90,6 +91,8 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, depth):
     for k in range(n_types):
         for t in range(seeds.shape[0]):
             if column[t] >= 0:
+                # sequence_key of a one-atom template inside a segment, written
+                # out: this loop is most of the cache's cost
                 key = finish_key(mix(seeds[t], lex[word_of[k], atom_src[atom_off[t]]]))
                 rows[k, column[t]] = find_row(tab, tab_off, t, key)
     return column, tid, rows
