@@ -358,8 +358,8 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, scores, ahead
     of a block are looked up before any is added: the probes are
     independent, so their memory latencies overlap. No key is 0
     (finish_key), so a task marks with key 0 a template whose row it put in
-    ahead[t - t0] itself (a tagger's rows cached per word type). The margin test runs
-    after every template for dense rows, after the block for packed ones
+    ahead[t - t0] itself (a tagger's rows cached per word type). The margin
+    test runs after every template for dense rows, after the block for packed ones
     (the parser's: testing after every template stopped it too early, see
     README). A task computes the keys of a block just before scoring it, so
     templates after the stop cost nothing.

@@ -196,10 +196,11 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
             while n < n_tpl and not (margin >= 0.0 and n > 0 and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK)
                 for t in range(n, stop):
-                    p = i + atom_pos[atom_off[t]]
-                    if column[t] >= 0 and start <= p < end:
+                    c = column[t]
+                    p = i + atom_pos[atom_off[t]] if c >= 0 else start - 1  # the word a one-word template reads
+                    if start <= p < end:
                         keys[t] = 0  # score_block: the row is in ahead
-                        ahead[t - n] = type_rows[tid[p], column[t]]
+                        ahead[t - n] = type_rows[tid[p], c]
                     else:
                         keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
                                                tags, pred, hist)
