@@ -359,10 +359,10 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, scores, ahead
     independent, so their memory latencies overlap. No key is 0
     (finish_key), so a task marks with key 0 a template whose row it put in
     ahead[t - t0] itself (a tagger's rows cached per word type). The margin
-    test runs after every template for dense rows, after the block for packed ones
-    (the parser's: testing after every template stopped it too early, see
-    README). A task computes the keys of a block just before scoring it, so
-    templates after the stop cost nothing.
+    test runs after every template for dense rows, after the block for
+    packed ones (the parser's: testing after every template stopped it too
+    early, see README). A task computes the keys of a block just before
+    scoring it, so templates after the stop cost nothing.
     """
     for t in range(t0, t1):
         if keys[t] != 0:  # 0: the task put the row in `ahead` already

@@ -16,7 +16,7 @@ token's tag_ hash as given before the component ran (what `ptag` reads).
 import numpy as np
 from numba import njit
 
-from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
+from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, table_put, table_slot
 from .scoring import LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block
 
 
@@ -71,22 +71,18 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, depth):
     cap = 8
     while cap < 2 * most:
         cap *= 2
-    slot_word = np.full(cap, -1, dtype=np.int64)
-    slot_type = np.zeros(cap, dtype=np.int32)
+    types = np.zeros(2 * cap, dtype=np.uint64)  # lexicon row + 1 -> type (hashing.py layout)
     tid = np.zeros(n, dtype=np.int32)
     word_of = np.zeros(most, dtype=np.int64)
     n_types = 0
     for i in range(n if n_cols > 0 else 0):
-        w = lex_rows[i]
-        s = np.int64(mix(np.uint64(0), np.uint64(w)) & np.uint64(cap - 1))
-        while slot_word[s] >= 0 and slot_word[s] != w:
-            s = (s + 1) & (cap - 1)
-        if slot_word[s] < 0:
-            slot_word[s] = w
-            slot_type[s] = n_types
-            word_of[n_types] = w
+        key = np.uint64(lex_rows[i] + 1)
+        slot = table_slot(types, 0, cap, key)
+        if types[2 * slot] != key:
+            table_put(types, slot, key, n_types)
+            word_of[n_types] = lex_rows[i]
             n_types += 1
-        tid[i] = slot_type[s]
+        tid[i] = types[2 * slot + 1]
     rows = np.zeros((n_types, max(n_cols, 1)), dtype=np.int32)
     for k in range(n_types):
         for t in range(seeds.shape[0]):
