@@ -19,11 +19,12 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
 def _print_rows(result: dict) -> None:
-    header = ("margin", result["rows"][0]["metric"], "templates/token", "words/s", "speed-up")
+    header = ("margin", "decay", result["rows"][0]["metric"], "templates/token", "words/s", "speed-up")
     data = []
     for r in result["rows"]:
         data.append((
             "none" if r["margin"] is None else f"{r['margin']:g}",
+            "-" if r["margin"] is None else f"{r['margin_decay']:g}",
             f"{100 * r['accuracy']:.2f}",
             f"{r['templates_per_token']:.2f}",
             f"{r['words_per_second']:,.0f}",
@@ -34,21 +35,24 @@ def _print_rows(result: dict) -> None:
         other = result["compare"]
         msg.info(f"compare: {other['model']} at {other['words_per_second']:,.0f} words/s")
         for r in result["rows"]:
-            m = "none" if r["margin"] is None else f"{r['margin']:g}"
+            m = "none" if r["margin"] is None else f"{r['margin']:g}, decay {r['margin_decay']:g}"
             msg.text(f"  margin {m}: {r['ratio_vs_compare']:.1f}x the words/s of {other['model']}")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import parse_margins, run_bench
+    from .bench import parse_decays, parse_margins, run_bench
 
+    decays = parse_decays(args.decays) if args.decays else None
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
-                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags)
+                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
+                       decays=decays)
     sents = ", gold sentences" if result["gold_sentences"] else ""
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words{sents}, "
              f"best of {result['repeat']})")
     _print_rows(result)
     if args.json:
-        rows = [{k: r[k] for k in ("margin", "metric", "accuracy", "templates_per_token", "words_per_second", "speedup")}
+        keys = ("margin", "margin_decay", "metric", "accuracy", "templates_per_token", "words_per_second", "speedup")
+        rows = [{k: r[k] for k in keys}
                 | ({"ratio_vs_compare": r["ratio_vs_compare"]} if "ratio_vs_compare" in r else {})
                 for r in result["rows"]]
         srsly.write_json(args.json, rows)
@@ -437,6 +441,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("model")
     p.add_argument("data", help="a .spacy DocBin with gold annotation")
     p.add_argument("--margins", default="none,45,35,30,25,20")
+    p.add_argument("--decays", help="margin decays to run every margin at, e.g. 1,0.96 (default: the model's own)")
     p.add_argument("--component", help="name of the sparse component whose margin varies (default: the last)")
     p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")

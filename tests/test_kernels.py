@@ -21,8 +21,9 @@ def py_mix(h, v):
     return z ^ (z >> 31)
 
 
-def py_predict(model, batch, margin):
-    """Greedy left-to-right labelling written out in plain Python."""
+def py_predict(model, batch, margin, decay=1.0):
+    """Greedy left-to-right labelling written out in plain Python; after the
+    n-th template a lead of margin * decay**(n - 1) stops a token."""
     table = {}
     for t in range(len(model.templates)):
         for s in range(model.tab_off[t], model.tab_off[t + 1]):
@@ -55,7 +56,7 @@ def py_predict(model, batch, margin):
                 n += 1
                 if margin is not None:
                     top = np.sort(scores)[::-1]
-                    if len(top) < 2 or float(top[0] - top[1]) >= margin:
+                    if len(top) < 2 or float(top[0] - top[1]) >= margin * decay ** (n - 1):
                         break
             preds.append(int(np.argmax(scores)))
             used.append(n)
@@ -85,12 +86,12 @@ def test_kernel_matches_python_reference(ewt_refs, seed):
     nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1, templates=templates)
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
     batch = DocBatch(docs, tagger.lexicon)
-    for margin in [None, 0.0, 3.0, 25.0]:
-        tagger.margin = margin
+    for margin, decay in [(None, 1.0), (0.0, 1.0), (3.0, 1.0), (25.0, 1.0), (25.0, 0.8), (3.0, 0.5)]:
+        tagger.margin, tagger.margin_decay = margin, decay
         tagger.reset_usage()
         pred, _ = tagger.predict(docs)
-        ref_pred, ref_used = py_predict(tagger.sparse, batch, margin)
-        assert np.array_equal(pred, ref_pred), f"labels differ at margin {margin}"
+        ref_pred, ref_used = py_predict(tagger.sparse, batch, margin, decay)
+        assert np.array_equal(pred, ref_pred), f"labels differ at margin {margin}, decay {decay}"
         assert tagger.usage["templates"] == int(ref_used.sum())
     assert tagger.sparse.stats()["nonzero_features"] > 100
 

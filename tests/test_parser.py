@@ -135,14 +135,16 @@ def test_margin_scores_fewer_templates(trained_parser, trained, ewt_refs):
     _, parser = trained_parser
     docs = tagged(trained[0], ewt_refs["dev"][:20])
     used = {}
-    for margin in (None, 10.0):
-        parser.margin = margin
+    for margin, decay in ((None, 1.0), (10.0, 1.0), (10.0, 0.9)):
+        parser.margin, parser.margin_decay = margin, decay
         parser.reset_usage()
         list(parser.pipe([d.copy() for d in docs]))
-        used[margin] = parser.templates_per_token
-    parser.margin = None
-    assert used[None] == 2 * len(parser.sparse.templates)  # two decisions per token
-    assert used[10.0] < 0.6 * used[None]
+        used[margin, decay] = parser.templates_per_token
+    parser.margin, parser.margin_decay = None, 1.0
+    assert used[None, 1.0] == 2 * len(parser.sparse.templates)  # two decisions per token
+    assert used[10.0, 1.0] < 0.6 * used[None, 1.0]
+    # a decaying margin stops the decisions that never reach the full one
+    assert used[10.0, 0.9] < used[10.0, 1.0]
 
 
 def test_save_load_gives_identical_parses(trained_parser, trained, ewt_refs, tmp_path):

@@ -65,6 +65,24 @@ def test_save_load_identical(trained, ewt_refs, tmp_path):
     assert tags(nlp3.pipe(dev_docs(nlp3, ewt_refs["dev"][:20]))) == expected
 
 
+def test_stop_settings_are_saved(trained, ewt_refs, tmp_path):
+    """margin and margin_decay travel with the pipeline, and give the same
+    labels and templates per token after loading."""
+    nlp, tagger = trained
+    tagger.margin, tagger.margin_decay = 25.0, 0.9
+    try:
+        tagger.reset_usage()
+        expected = tags(nlp.pipe(dev_docs(nlp, ewt_refs["dev"][:20])))
+        used = tagger.templates_per_token
+        nlp.to_disk(tmp_path / "model")
+    finally:
+        tagger.margin, tagger.margin_decay = None, 1.0
+    loaded = spacy.load(tmp_path / "model").get_pipe(tagger.name)
+    assert (loaded.margin, loaded.margin_decay) == (25.0, 0.9)
+    assert tags(loaded.pipe(dev_docs(nlp, ewt_refs["dev"][:20]))) == expected
+    assert loaded.templates_per_token == used
+
+
 def test_pickle_and_threads(trained, ewt_refs):
     nlp, tagger = trained
     docs = dev_docs(nlp, ewt_refs["dev"])
@@ -141,6 +159,8 @@ def test_pos_mode_rejects_fine_tags():
     ({"mode": "sgd"}, "mode"),
     ({"annotate": "lemma"}, "annotate"),
     ({"margin": -1.0}, "margin"),
+    ({"margin_decay": 0.0}, "margin_decay"),
+    ({"margin_decay": 1.5}, "margin_decay"),
     ({"templates": ["lower@zero"]}, "integer"),
     ({"templates": ["colour@0"]}, "Unknown attribute"),
     ({"templates": ["tag@1"]}, "earlier"),

@@ -70,6 +70,21 @@ def leads(scores, margin, cand):
 
 
 @njit(cache=True, nogil=True)
+def stop_margins(margin, decay, n_tpl):
+    """The lead that stops a decision after each template: margin * decay**t
+    after template t (0-based), or -1 throughout when margin < 0 (no early
+    stop). decay = 1 is Strubell et al.'s single margin. With decay < 1 a
+    word still undecided after many templates stops on a smaller lead: the
+    templates left can move the scores less, and without it the hardest
+    words always run every template (README: Dynamic feature selection)."""
+    thr = np.full(n_tpl, -1.0)
+    if margin >= 0.0:
+        for t in range(n_tpl):
+            thr[t] = margin * decay ** t
+    return thr
+
+
+@njit(cache=True, nogil=True)
 def best_valid(scores, valid):
     """Index of the best valid label (first on ties), or -1 if none is valid."""
     best = -1
@@ -344,10 +359,11 @@ def add_span(scores, lv, span):
 
 
 @njit(cache=True, nogil=True)
-def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, scores, ahead, done, cand):
+def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, thr, scores, ahead, done, cand):
     """Add the rows of templates t0..t1-1 (at most LOOKAHEAD, keys in
     keys[t0:t1]) to the scores of a decision (opened by open_scores), in
-    order; with margin >= 0, stop once the best label leads by the margin.
+    order; with thresholds (thr[t] >= 0: stop_margins), stop once the best
+    label leads by thr[t] after template t.
     Returns (templates scored, done, cand); `done` and `cand` carry the
     margin test from block to block (see leads).
 
@@ -375,10 +391,11 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, scores, ahead
             continue
         if row >= 0:
             add_row(scores, W, row)
-            if margin >= 0.0:
-                done, cand = leads(scores, margin, cand)
-        if margin >= 0.0 and done:
+        # unchanged scores pass or fail a test again, unless the margin shrank
+        if thr[t] >= 0.0 and (row >= 0 or (t > 0 and thr[t] < thr[t - 1])):
+            done, cand = leads(scores, thr[t], cand)
+        if thr[t] >= 0.0 and done:
             return t - t0 + 1, done, cand
-    if packed and margin >= 0.0:
-        done, cand = leads(scores, margin, cand)
+    if packed and thr[t1 - 1] >= 0.0:
+        done, cand = leads(scores, thr[t1 - 1], cand)
     return t1 - t0, done, cand

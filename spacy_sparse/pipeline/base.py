@@ -31,6 +31,7 @@ from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED
 # its own templates, scorer and task settings).
 COMMON_DEFAULTS = {
     "margin": None,
+    "margin_decay": 1.0,
     "train_margin": 30.0,
     "mode": "prefix",
     "learner": "adagrad",
@@ -75,6 +76,12 @@ def check_margin(value: Any, what: str = "margin") -> Optional[float]:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
         raise ValueError(f"{what} must be None or a non-negative number, got {value!r}")
+    return float(value)
+
+
+def check_margin_decay(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
+        raise ValueError(f"margin_decay must be a number in (0, 1], got {value!r}")
     return float(value)
 
 
@@ -175,6 +182,7 @@ class SparsePipe(TrainablePipe):
         train_margin: float,
         mode: str,
         scorer: Optional[Callable],
+        margin_decay: float = 1.0,
         learner: str = "perceptron",
         learn_rate: float = 1.0,
         min_updates: int = 1,
@@ -196,6 +204,7 @@ class SparsePipe(TrainablePipe):
         self.cfg: Dict[str, Any] = {
             "templates": list(templates),
             "margin": check_margin(margin),
+            "margin_decay": check_margin_decay(margin_decay),
             "train_margin": check_margin(train_margin, "train_margin"),
             "mode": mode,
             "learner": learner,
@@ -224,6 +233,17 @@ class SparsePipe(TrainablePipe):
     @margin.setter
     def margin(self, value: Optional[float]) -> None:
         self.cfg["margin"] = check_margin(value)
+
+    @property
+    def margin_decay(self) -> float:
+        """The stop margin shrinks by this factor with every template scored:
+        after template t (0-based) a lead of margin * margin_decay**t stops.
+        1.0 keeps one margin for all templates (Strubell et al. 2015)."""
+        return self.cfg["margin_decay"]
+
+    @margin_decay.setter
+    def margin_decay(self, value: float) -> None:
+        self.cfg["margin_decay"] = check_margin_decay(value)
 
     @property
     def n_threads(self) -> int:
@@ -461,6 +481,8 @@ class SparsePipe(TrainablePipe):
         cfg = dict(cfg)
         if "margin" in cfg:
             cfg["margin"] = check_margin(cfg["margin"])
+        if "margin_decay" in cfg:
+            cfg["margin_decay"] = check_margin_decay(cfg["margin_decay"])
         self.cfg.update(cfg)
 
     def _load_model(self, data: bytes, where: str = "bytes") -> None:

@@ -40,6 +40,7 @@ def make_sparse_ner(
     name: str,
     templates: List[str],
     margin: Optional[float],
+    margin_decay: float,
     train_margin: float,
     mode: str,
     learner: str,
@@ -51,9 +52,9 @@ def make_sparse_ner(
 ) -> "SparseNER":
     """Create a sparse entity recognizer. The settings mean what they mean for
     `sparse_tagger` (see its factory)."""
-    return SparseNER(nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
-                     learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count, n_threads=n_threads,
-                     scorer=scorer)
+    return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
+                     train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+                     min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer)
 
 
 def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:

@@ -50,6 +50,7 @@ def make_sparse_parser(
     name: str,
     templates: List[str],
     margin: Optional[float],
+    margin_decay: float,
     train_margin: float,
     mode: str,
     learner: str,
@@ -68,7 +69,7 @@ def make_sparse_parser(
 
     templates (List[str]): parser templates (slots such as S0, B0, S0L) in
         the order they are scored.
-    margin, train_margin, mode, learner, learn_rate, min_updates, n_threads:
+    margin, margin_decay, train_margin, mode, learner, learn_rate, min_updates, n_threads:
         as for sparse_tagger.
     explore (float): probability of following the model's own wrong action
         in training (error exploration with the dynamic oracle); 0 trains on
@@ -85,9 +86,10 @@ def make_sparse_parser(
     scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
     """
     return SparseParser(
-        nlp.vocab, name, templates=templates, margin=margin, train_margin=train_margin, mode=mode,
-        learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count, n_threads=n_threads, explore=explore,
-        explore_after=explore_after, min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, scorer=scorer,
+        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
+        mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
+        n_threads=n_threads, explore=explore, explore_after=explore_after, min_lifted=min_lifted,
+        whole_docs=whole_docs, stray=stray, scorer=scorer,
     )
 
 
@@ -217,7 +219,7 @@ class SparseParser(SparsePipe):
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
             predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
                           model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, ptab,
-                          W, lv, True, self._kind, self._alab, margin, heads, labels, used)
+                          W, lv, True, self._kind, self._alab, margin, self.margin_decay, heads, labels, used)
 
         self._over_segments(batch, parse)
         self._record_usage(used)

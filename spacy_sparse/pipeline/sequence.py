@@ -65,7 +65,7 @@ class SequencePipe(SparsePipe):
             predict_sequence(
                 batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
                 model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, column, tid,
-                type_rows, margin, pred, used,
+                type_rows, margin, self.margin_decay, pred, used,
             )
 
         self._over_segments(batch, label)

@@ -37,6 +37,7 @@ def make_sparse_tagger(
     templates: List[str],
     annotate: str,
     margin: Optional[float],
+    margin_decay: float,
     train_margin: float,
     mode: str,
     learner: str,
@@ -53,6 +54,10 @@ def make_sparse_tagger(
         writes token.pos_ (Universal POS tags only).
     margin (Optional[float]): runtime stop margin of dynamic feature selection;
         None scores every template.
+    margin_decay (float): with a margin, the lead that stops a token after
+        its t-th template is margin * margin_decay**(t - 1); 1.0 keeps one
+        margin throughout (the paper), below 1 the hardest words stop
+        sooner (README: Dynamic feature selection).
     train_margin (float): the margin m of the prefix-hinge objective.
     mode (str): "prefix" trains every template prefix as a hinge-loss
         classifier on every token; "dynamic" is Strubell et al. (2015) §4.4
@@ -73,7 +78,7 @@ def make_sparse_tagger(
     scorer (Optional[Callable]): the scoring method.
     """
     return SparseTagger(
-        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin,
+        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin, margin_decay=margin_decay,
         train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
         min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
     )
