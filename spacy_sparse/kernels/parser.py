@@ -22,7 +22,7 @@ from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, find_row, open_scores, prefix_train_step, score_block,
-                      score_counted, stop_margins)
+                      score_counted)
 
 SHIFT = 0
 LEFT = 1
@@ -258,9 +258,9 @@ def write_output(start, end, head, lab, heads_out, labels_out):
 
 @njit(cache=True, nogil=True)
 def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_off, atom_src, atom_pos,
-                  tab_off, tab, W, lv, packed, kind, alab, margin, decay, heads_out, labels_out, used):
+                  tab_off, tab, W, lv, packed, kind, alab, margin, thr, heads_out, labels_out, used):
     """Parse every segment greedily; stop adding templates once the best
-    valid action leads by `margin` (< 0: all templates; decay: stop_margins). Weights: dense W,
+    valid action leads by `margin` (< 0: all templates; thr: stop_margins). Weights: dense W,
     or with `packed`, `tab` holds spans of nonzeros in `lv` (score_block).
     used[i] counts the
     templates scored for the two actions that involve token i as S0
@@ -273,7 +273,6 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
     scores = np.zeros(kind.shape[0], dtype=np.float32)
     valid = np.zeros(kind.shape[0], dtype=np.uint8)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
-    thr = stop_margins(margin, decay, n_tpl)
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
@@ -289,7 +288,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
                 stop = block_end(k, n_tpl, LOOKAHEAD)
                 state_keys(keys, k, stop, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
                            tags, poss, lab, val, sets)
-                n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, thr, scores, ahead,
+                n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, margin, thr, scores, ahead,
                                             done, cand)
                 k += n
             a = decided(scores, valid, margin, done, cand)

@@ -6,6 +6,8 @@ key per template for its current decision and calls these pieces; tasks
 differ only in how keys are made, which actions are valid and what a decision
 does to the state.
 """
+from typing import Optional
+
 import numpy as np
 from numba import njit
 
@@ -69,19 +71,18 @@ def leads(scores, margin, cand):
     return close <= 1, cand
 
 
-@njit(cache=True, nogil=True)
-def stop_margins(margin, decay, n_tpl):
+def stop_margins(margin: float, decay: float, n_tpl: int) -> Optional[np.ndarray]:
     """The lead that stops a decision after each template: margin * decay**t
-    after template t (0-based), or -1 throughout when margin < 0 (no early
-    stop). decay = 1 is Strubell et al.'s single margin. With decay < 1 a
-    word still undecided after many templates stops on a smaller lead: the
-    templates left can move the scores less, and without it the hardest
-    words always run every template (README: Dynamic feature selection)."""
-    thr = np.full(n_tpl, -1.0)
-    if margin >= 0.0:
-        for t in range(n_tpl):
-            thr[t] = margin * decay ** t
-    return thr
+    after template t (0-based). decay = 1 is Strubell et al.'s single margin;
+    then, and without a margin (< 0), this is None, and the kernels compile
+    a version without the lookups (numba drops branches on a None
+    argument), as fast as before decay existed. With decay < 1 a word still
+    undecided after many templates stops on a smaller lead: the templates
+    left can move the scores less, and without it the hardest words always
+    run every template (README: Dynamic feature selection)."""
+    if margin < 0.0 or decay == 1.0:
+        return None
+    return margin * decay ** np.arange(n_tpl, dtype=np.float64)
 
 
 @njit(cache=True, nogil=True)
@@ -359,11 +360,11 @@ def add_span(scores, lv, span):
 
 
 @njit(cache=True, nogil=True)
-def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, thr, scores, ahead, done, cand):
+def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, thr, scores, ahead, done, cand):
     """Add the rows of templates t0..t1-1 (at most LOOKAHEAD, keys in
     keys[t0:t1]) to the scores of a decision (opened by open_scores), in
-    order; with thresholds (thr[t] >= 0: stop_margins), stop once the best
-    label leads by thr[t] after template t.
+    order; with margin >= 0, stop once the best label leads by the margin
+    (thr None), or by thr[t] after template t (stop_margins).
     Returns (templates scored, done, cand); `done` and `cand` carry the
     margin test from block to block (see leads).
 
@@ -391,11 +392,15 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, thr, scores, ahead, d
             continue
         if row >= 0:
             add_row(scores, W, row)
-        # unchanged scores pass or fail a test again, unless the margin shrank
-        if thr[t] >= 0.0 and (row >= 0 or (t > 0 and thr[t] < thr[t - 1])):
-            done, cand = leads(scores, thr[t], cand)
-        if thr[t] >= 0.0 and done:
-            return t - t0 + 1, done, cand
-    if packed and thr[t1 - 1] >= 0.0:
-        done, cand = leads(scores, thr[t1 - 1], cand)
+        if margin >= 0.0:
+            if thr is None:
+                if row >= 0:
+                    done, cand = leads(scores, margin, cand)
+            # unchanged scores pass or fail a test again, unless the margin shrank
+            elif row >= 0 or (t > 0 and thr[t] < thr[t - 1]):
+                done, cand = leads(scores, thr[t], cand)
+            if done:
+                return t - t0 + 1, done, cand
+    if packed and margin >= 0.0:
+        done, cand = leads(scores, margin if thr is None else thr[t1 - 1], cand)
     return t1 - t0, done, cand

@@ -17,8 +17,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, table_put, table_slot
-from .scoring import (LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block,
-                      stop_margins)
+from .scoring import LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block
 
 
 LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
@@ -158,10 +157,10 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
-                     tab_off, tab, W, allowed, fixed, hist_of, column, tid, type_rows, margin, decay, pred, used):
+                     tab_off, tab, W, allowed, fixed, hist_of, column, tid, type_rows, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
-    margin * decay**t after template t (stop_margins).
+    thr[t] after template t when thr is not None (stop_margins).
 
     One-word templates read their rows from the batch's word types
     (`column`, `tid`, `type_rows`: word_rows) inside a segment; past its
@@ -172,7 +171,6 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     keys = np.zeros(n_tpl, dtype=np.uint64)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
-    thr = stop_margins(margin, decay, n_tpl)
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
     for d in range(seg_off.shape[0] - 1):
@@ -203,7 +201,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
                     else:
                         keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
                                                tags, pred, hist)
-                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, thr, scores, ahead,
+                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, margin, thr, scores, ahead,
                                             done, cand)
                 n += k
             pred[i] = decided(scores, valid, margin, done, cand)

@@ -21,6 +21,7 @@ from spacy.training import Example, validate_get_examples
 from spacy.vocab import Vocab
 
 from ..kernels.parser import AT_ROOT, LEFT, NONE, RIGHT, ROOT, SHIFT, predict_parse, train_parse
+from ..kernels.scoring import stop_margins
 from ..model import SparseLinearModel
 from .base import COMMON_DEFAULTS, DocBatch, SparsePipe, ambiguity_classes
 
@@ -212,6 +213,7 @@ class SparseParser(SparsePipe):
         labels = np.zeros(batch.n_tokens, dtype=np.int64)
         used = np.zeros(batch.n_tokens, dtype=np.int64)
         margin = -1.0 if self.margin is None else self.margin
+        thr = stop_margins(margin, self.margin_decay, len(model.seeds))
         ptab, lv = model.packed()
         W = np.zeros((1, 1), dtype=np.float32)  # rows are read in the packed layout
 
@@ -219,7 +221,7 @@ class SparseParser(SparsePipe):
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
             predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
                           model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, ptab,
-                          W, lv, True, self._kind, self._alab, margin, self.margin_decay, heads, labels, used)
+                          W, lv, True, self._kind, self._alab, margin, thr, heads, labels, used)
 
         self._over_segments(batch, parse)
         self._record_usage(used)

@@ -13,6 +13,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..kernels.sequence import gold_keys, predict_sequence, train_sequence, word_rows
+from ..kernels.scoring import stop_margins
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import DocBatch, SparsePipe
@@ -55,6 +56,7 @@ class SequencePipe(SparsePipe):
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin = -1.0 if self.margin is None else self.margin
+        thr = stop_margins(margin, self.margin_decay, len(model.seeds))
         W = model.weights()
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
@@ -65,7 +67,7 @@ class SequencePipe(SparsePipe):
             predict_sequence(
                 batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
                 model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, column, tid,
-                type_rows, margin, self.margin_decay, pred, used,
+                type_rows, margin, thr, pred, used,
             )
 
         self._over_segments(batch, label)
