@@ -79,7 +79,7 @@ def stop_margins(margin: float, decay: float, n_tpl: int) -> Optional[np.ndarray
     argument), as fast as before decay existed. With decay < 1 a word still
     undecided after many templates stops on a smaller lead: the templates
     left can move the scores less, and without it the hardest words always
-    run every template (README: Dynamic feature selection)."""
+    run every template (README: Margin decay)."""
     if margin < 0.0 or decay == 1.0:
         return None
     return margin * decay ** np.arange(n_tpl, dtype=np.float64)

@@ -57,7 +57,7 @@ def make_sparse_tagger(
     margin_decay (float): with a margin, the lead that stops a token after
         its t-th template is margin * margin_decay**(t - 1); 1.0 keeps one
         margin throughout (the paper), below 1 the hardest words stop
-        sooner (README: Dynamic feature selection).
+        sooner (README: Margin decay).
     train_margin (float): the margin m of the prefix-hinge objective.
     mode (str): "prefix" trains every template prefix as a hinge-loss
         classifier on every token; "dynamic" is Strubell et al. (2015) §4.4
