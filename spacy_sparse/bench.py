@@ -9,7 +9,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from .pipeline.base import SparsePipe
+from .pipeline.base import SparsePipe, check_margin_decay
 from .readers import bare_copy
 
 # The score each task is judged by, first match wins.
@@ -75,12 +75,9 @@ def accuracy(pipe: SparsePipe, docs: List[Doc], references: List[Doc]) -> Tuple[
 
 def parse_decays(text: str) -> List[float]:
     """"1,0.96" -> [1.0, 0.96]; each must lie in (0, 1]."""
-    decays = [float(part) for part in text.split(",") if part.strip()]
+    decays = [check_margin_decay(float(part)) for part in text.split(",") if part.strip()]
     if not decays:
         raise ValueError("No margin decays given")
-    bad = [d for d in decays if not 0.0 < d <= 1.0]
-    if bad:
-        raise ValueError(f"Margin decays must lie in (0, 1], got {bad}")
     return decays
 
 

@@ -25,7 +25,7 @@ from ..lexicon import Lexicon
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 
-from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED
+from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED, stop_margins
 
 # Settings every sparse component has, with their defaults (each factory adds
 # its own templates, scorer and task settings).
@@ -244,6 +244,12 @@ class SparsePipe(TrainablePipe):
     @margin_decay.setter
     def margin_decay(self, value: float) -> None:
         self.cfg["margin_decay"] = check_margin_decay(value)
+
+    def _stop_rule(self, n_templates: int) -> Tuple[float, Optional[np.ndarray]]:
+        """(margin, thresholds) as the prediction kernels take them: margin
+        -1 for none; thresholds per template, or None for one margin."""
+        margin = -1.0 if self.margin is None else self.margin
+        return margin, stop_margins(margin, self.margin_decay, n_templates)
 
     @property
     def n_threads(self) -> int:

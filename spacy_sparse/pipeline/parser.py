@@ -21,7 +21,6 @@ from spacy.training import Example, validate_get_examples
 from spacy.vocab import Vocab
 
 from ..kernels.parser import AT_ROOT, LEFT, NONE, RIGHT, ROOT, SHIFT, predict_parse, train_parse
-from ..kernels.scoring import stop_margins
 from ..model import SparseLinearModel
 from .base import COMMON_DEFAULTS, DocBatch, SparsePipe, ambiguity_classes
 
@@ -212,8 +211,7 @@ class SparseParser(SparsePipe):
         heads = np.zeros(batch.n_tokens, dtype=np.int64)
         labels = np.zeros(batch.n_tokens, dtype=np.int64)
         used = np.zeros(batch.n_tokens, dtype=np.int64)
-        margin = -1.0 if self.margin is None else self.margin
-        thr = stop_margins(margin, self.margin_decay, len(model.seeds))
+        margin, thr = self._stop_rule(len(model.seeds))
         ptab, lv = model.packed()
         W = np.zeros((1, 1), dtype=np.float32)  # rows are read in the packed layout
 

@@ -13,7 +13,6 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..kernels.sequence import gold_keys, predict_sequence, train_sequence, word_rows
-from ..kernels.scoring import stop_margins
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import DocBatch, SparsePipe
@@ -55,8 +54,7 @@ class SequencePipe(SparsePipe):
         batch = DocBatch(docs, self.lexicon)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
-        margin = -1.0 if self.margin is None else self.margin
-        thr = stop_margins(margin, self.margin_decay, len(model.seeds))
+        margin, thr = self._stop_rule(len(model.seeds))
         W = model.weights()
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
