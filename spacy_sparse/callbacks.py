@@ -16,9 +16,10 @@ runs every method a config switches on, per sparse component:
     zeta = 4
 
 The phases follow spaCy's epochs: the sparseptron selects during its first
-`epochs` epochs, then the component is rebuilt on the surviving templates
-and trained again without regularization (the debiasing refit), with
-min-update if asked; DC-ADMM runs one iteration per epoch from its
+`epochs` epochs (by default with the structured-perceptron loss), then the
+component is rebuilt on the surviving templates and trained again with its
+own learner, without regularization (the debiasing refit; by default only on
+the features the selection kept), with min-update if asked; DC-ADMM runs one iteration per epoch from its
 start_epoch (counted from the refit when a sparseptron runs). Each step is
 logged (templates alive, nonzero features, distinct weights, residuals).
 
@@ -34,7 +35,8 @@ from spacy.util import registry
 from wasabi import msg
 
 from .learn.admm import AdmmSettings, DcAdmm
-from .learn.sparseptron import SparseptronSettings, debias_templates, prox_step, start_selection, survivors
+from .learn.sparseptron import (SparseptronSettings, debias_templates, kept_keys, prox_step, start_selection,
+                                survivors)
 from .pipeline.base import SparsePipe, check_min_updates
 
 
@@ -48,6 +50,11 @@ def _settings(cls, block: Optional[Dict[str, Any]], name: str):
     if unknown:
         raise ValueError(f"Unknown {name} settings {unknown}; known: {sorted(known)}")
     return cls(**block)
+
+
+# the component settings of Martins' structured-perceptron loss, for the
+# selection phase (sparseptron.loss = "perceptron")
+PERCEPTRON_LOSS = {"mode": "full", "learner": "perceptron", "train_margin": 0.0}
 
 
 class SparsityCallback:
@@ -106,6 +113,9 @@ class SparsityCallback:
             if sp is not None and sp.budget < len(pipe.sparse.templates):
                 st.update(phase="select", last_prox=pipe.sparse.instances, refit_epoch=sp.epochs)
                 start_selection(pipe.sparse)
+                if sp.loss == "perceptron":
+                    st["own_learner"] = {k: pipe.cfg[k] for k in PERCEPTRON_LOSS}
+                    pipe.cfg.update(PERCEPTRON_LOSS)
                 self.log(f"{pipe.name}: sparseptron selects {sp.budget} of {len(pipe.sparse.templates)} templates "
                          f"for {sp.epochs} epochs (prox step every {sp.every} instances)")
             else:
@@ -117,7 +127,12 @@ class SparsityCallback:
                      f"features {int(pipe.sparse.n_rows[0])}, memory {pipe.sparse.training_bytes():,} bytes")
             if epoch >= st["refit_epoch"]:
                 chosen = debias_templates(pipe.sparse, sp)
+                keys = kept_keys(pipe.sparse, chosen) if sp.refit == "frozen" else None
+                pipe.cfg.update(st.pop("own_learner", {}))
                 pipe.refit(chosen)
+                if keys is not None:
+                    pipe.sparse.preset_features(keys)
+                    self.log(f"{pipe.name}: the refit learns the {sum(map(len, keys))} features selection kept")
                 st["phase"] = "train"
                 self.log(f"{pipe.name}: refit (debias) on {len(chosen)} templates: {', '.join(chosen)}")
                 self.start_refit(pipe, st)

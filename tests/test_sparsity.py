@@ -102,6 +102,55 @@ def test_budget_step_on_a_model_keeps_at_most_budget_templates(ewt_refs):
     assert int(model.n_rows[0]) < n
 
 
+def _run_epochs(nlp, callback, train, epochs, after_epoch=None):
+    """spaCy's loop in small: the callback before every update, `epoch` as spaCy counts it."""
+    for epoch in range(epochs):
+        for i in range(0, len(train), 16):
+            callback(nlp, {"epoch": epoch, "step": i})
+            nlp.update(train[i:i + 16])
+        if after_epoch is not None:
+            after_epoch(epoch)
+
+
+@pytest.mark.parametrize("refit", ["frozen", "fresh"])
+def test_martins_selection_loss_and_frozen_refit(ewt_refs, refit):
+    """loss = "perceptron": selection trains the plain perceptron (full score, margin 0: only mistakes enter
+    a gradient), and the component's own learner comes back for the refit. refit = "frozen": the refit
+    learns weights for exactly the features the selection kept and makes no others; "fresh" makes new ones."""
+    from spacy_sparse.callbacks import make_sparsity_callback
+
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger")
+    train = to_examples(nlp, ewt_refs["train"][:300])
+    nlp.initialize(lambda: train)
+    own = {k: tagger.cfg[k] for k in ("mode", "learner", "train_margin")}
+    callback = make_sparsity_callback(sparseptron={"budget": 10, "every": 100, "epochs": 1, "loss": "perceptron",
+                                                   "refit": refit})
+    seen = {}
+
+    def check(epoch):
+        if epoch == 0:  # selecting, with the perceptron loss
+            assert (tagger.cfg["mode"], tagger.cfg["learner"], tagger.cfg["train_margin"]) == ("full", "perceptron", 0)
+            seen["templates"] = survivors(tagger.sparse)
+            seen["keys"] = {}
+            for name in seen["templates"]:
+                t = tagger.sparse.template_names.index(name)
+                seen["keys"][name] = set(tagger.sparse.keys_of_rows()[tagger.sparse.row_tpl[:int(tagger.sparse.n_rows[0])] == t])
+
+    _run_epochs(nlp, callback, train, 3, check)
+    model = tagger.sparse
+    assert {k: tagger.cfg[k] for k in own} == own
+    assert len(model.templates) == 10 and set(model.template_names) <= set(seen["templates"])
+    n = int(model.n_rows[0])
+    held = {name: set(model.keys_of_rows()[model.row_tpl[:n] == t]) for t, name in enumerate(model.template_names)}
+    # the refit's features: a subset of the selection's last ones (frozen), or new ones too (fresh)
+    if refit == "frozen":
+        assert model.closed and all(held[name] <= seen["keys"][name] for name in held)
+    else:
+        assert not model.closed and any(held[name] - seen["keys"][name] for name in held)
+    assert nlp.evaluate(to_examples(nlp, ewt_refs["dev"][:100]))["tag_acc"] > 0.7
+
+
 # ---- DC-ADMM ------------------------------------------------------------------------
 def test_value_set_shape():
     s = value_set(0.5, 0.25, 4.0, 3)
@@ -434,6 +483,10 @@ def test_bad_callback_settings_fail_clearly():
 
     with pytest.raises(ValueError, match="Unknown sparseptron settings"):
         make_sparsity_callback(sparseptron={"budgett": 3})
+    with pytest.raises(ValueError, match="sparseptron.loss must be"):
+        make_sparsity_callback(sparseptron={"loss": "hinge"})
+    with pytest.raises(ValueError, match="sparseptron.refit must be"):
+        make_sparsity_callback(sparseptron={"refit": "thawed"})
     with pytest.raises(ValueError, match="zeta"):
         make_sparsity_callback(dc_admm={"zeta": 0})
     with pytest.raises(ValueError, match="at least one"):

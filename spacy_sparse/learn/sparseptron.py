@@ -79,13 +79,21 @@ class SparseptronSettings:
     """budget: groups (templates) kept; every: instances between prox steps;
     epochs: epochs of selection before the debiasing refit; group_weight:
     "log2" or "uniform"; coarse_to_fine: also shrink coarse groups of
-    templates over the same attributes, as a second prox layer."""
+    templates over the same attributes, as a second prox layer; loss:
+    "perceptron" (Martins' structured-perceptron loss while selecting: only
+    a mistake's features enter a gradient) or "component" (the component's
+    own objective and learner); refit: "frozen" (the refit learns the
+    weights of the features the selection made and kept, and makes no
+    others, as Martins' refit does) or "fresh" (it makes every feature of
+    the surviving templates anew)."""
 
     budget: int = 30
     every: int = 1000
     epochs: int = 3
     group_weight: str = "log2"
     coarse_to_fine: bool = False
+    loss: str = "perceptron"
+    refit: str = "frozen"
 
     def __post_init__(self) -> None:
         for name in ("budget", "every", "epochs"):
@@ -96,6 +104,10 @@ class SparseptronSettings:
             raise ValueError(f"sparseptron.group_weight must be 'log2' or 'uniform', got {self.group_weight!r}")
         if not isinstance(self.coarse_to_fine, bool):
             raise ValueError("sparseptron.coarse_to_fine must be true or false")
+        if self.loss not in ("perceptron", "component"):
+            raise ValueError(f"sparseptron.loss must be 'perceptron' or 'component', got {self.loss!r}")
+        if self.refit not in ("frozen", "fresh"):
+            raise ValueError(f"sparseptron.refit must be 'frozen' or 'fresh', got {self.refit!r}")
 
 
 def template_norms(model: SparseLinearModel) -> np.ndarray:
@@ -168,6 +180,16 @@ def survivors(model: SparseLinearModel) -> List[str]:
     """Names of the templates with a nonzero group, in model order."""
     norms = template_norms(model)
     return [name for name, n in zip(model.template_names, norms) if n > 0]
+
+
+def kept_keys(model: SparseLinearModel, templates: List[str]) -> List[np.ndarray]:
+    """The feature keys each of `templates` holds now, sorted (what a
+    frozen refit learns weights for)."""
+    n = int(model.n_rows[0])
+    keys = model.keys_of_rows()
+    tpl = model.row_tpl[:n]
+    index = {name: i for i, name in enumerate(model.template_names)}
+    return [np.sort(keys[tpl == index[name]]) for name in templates]
 
 
 def start_selection(model: SparseLinearModel) -> None:
