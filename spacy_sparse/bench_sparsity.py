@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import srsly
 from wasabi import msg
@@ -143,7 +143,11 @@ def suzuki(corpus: Path, out: Path, zetas: Sequence[int] = (1, 2, 4)) -> List[Di
     return rows
 
 
-def composed(corpus: Path, out: Path, margin: float = 20.0) -> List[Dict[str, Any]]:
+def composed(corpus: Path, out: Path, stops: Sequence[Tuple[float, float]] = ((20.0, 1.0), (30.0, 0.95))
+             ) -> List[Dict[str, Any]]:
+    """The float tagger and the composed one, trained in the same run, with
+    words/s and accuracy at margin None and at each (margin, decay) stop
+    rule of dynamic feature selection (settings timed in turns, best of 5)."""
     from .bench import run_bench
 
     tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
@@ -151,11 +155,15 @@ def composed(corpus: Path, out: Path, margin: float = 20.0) -> List[Dict[str, An
     for label, cfg in (("float", "tagger.cfg"), ("composed", "tagger_composed.cfg")):
         model = train(CONFIGS / cfg, out / "composed" / label, tr, dev)
         row = {"model": label, **measure(model, te, sents=True)}
-        speed = run_bench(str(model), te, [None, margin], sents=True, repeat=3)["rows"]
+        margins = [None] + sorted({m for m, _ in stops}, reverse=True)
+        speed = run_bench(str(model), te, margins, sents=True, repeat=5,
+                          decays=sorted({d for _, d in stops}, reverse=True))["rows"]
         row["wps_margin_none"] = round(speed[0]["words_per_second"])
-        row[f"wps_margin_{margin:g}"] = round(speed[1]["words_per_second"])
-        row["speedup"] = round(speed[1]["speedup"], 2)
-        row[f"accuracy_margin_{margin:g}"] = round(100 * speed[1]["accuracy"], 2)
+        for margin, decay in stops:
+            got = next(r for r in speed if r["margin"] == margin and r["margin_decay"] == decay)
+            name = f"{margin:g}" + ("" if decay == 1.0 else f"_decay_{decay:g}")
+            row[f"speedup_margin_{name}"] = round(got["speedup"], 2)
+            row[f"accuracy_margin_{name}"] = round(100 * got["accuracy"], 2)
         rows.append(row)
     return rows
 
