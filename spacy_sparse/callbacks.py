@@ -19,9 +19,10 @@ The phases follow spaCy's epochs: the sparseptron selects during its first
 `epochs` epochs (by default with the structured-perceptron loss), then the
 component is rebuilt on the surviving templates and trained again with its
 own learner, without regularization (the debiasing refit; by default only on
-the features the selection kept), with min-update if asked; DC-ADMM runs one iteration per epoch from its
-start_epoch (counted from the refit when a sparseptron runs). Each step is
-logged (templates alive, nonzero features, distinct weights, residuals).
+the features the selection kept), with min-update if asked; DC-ADMM runs
+one iteration per epoch from its start_epoch (counted from the refit when a
+sparseptron runs). Each step is logged (templates alive, nonzero features,
+distinct weights, residuals).
 
 `[training.before_to_disk]` with "spacy_sparse.finalize.v1" reports what a
 checkpoint holds; the files themselves are already final at every

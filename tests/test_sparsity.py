@@ -13,6 +13,7 @@ from spacy_sparse.learn.sparseptron import (
     group_lasso_prox,
     group_prox_factor,
     group_weights,
+    kept_keys,
     prox_step,
     soft_threshold,
     start_selection,
@@ -132,10 +133,8 @@ def test_martins_selection_loss_and_frozen_refit(ewt_refs, refit):
         if epoch == 0:  # selecting, with the perceptron loss
             assert (tagger.cfg["mode"], tagger.cfg["learner"], tagger.cfg["train_margin"]) == ("full", "perceptron", 0)
             seen["templates"] = survivors(tagger.sparse)
-            seen["keys"] = {}
-            for name in seen["templates"]:
-                t = tagger.sparse.template_names.index(name)
-                seen["keys"][name] = set(tagger.sparse.keys_of_rows()[tagger.sparse.row_tpl[:int(tagger.sparse.n_rows[0])] == t])
+            seen["keys"] = {name: set(keys) for name, keys in
+                            zip(seen["templates"], kept_keys(tagger.sparse, seen["templates"]))}
 
     _run_epochs(nlp, callback, train, 3, check)
     model = tagger.sparse
