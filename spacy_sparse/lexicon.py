@@ -75,6 +75,8 @@ class Lexicon:
         self.vocab = vocab
         self.classes = dict(classes or {})
         self._lock = threading.Lock()
+        # counts resets: rows are numbered afresh, so caches keyed by row go stale
+        self.generation = 0
         self._reset()
 
     def set_classes(self, classes: Dict[int, int]) -> None:
@@ -86,6 +88,7 @@ class Lexicon:
 
     def _reset(self) -> None:
         cap = 1024
+        self.generation += 1
         self._n = 0
         self._snapshot = (new_table(cap), np.zeros((cap // 2 + 1, len(LEX_ATTRS)), dtype=np.uint64))
 

@@ -58,6 +58,8 @@ class SparseLinearModel:
         # a feature counts in scores once it has min_updates of them
         self.updates = np.zeros(16, dtype=np.int32)
         self.min_updates = 1
+        # bumped by changed(): what caches of this model's rows compare
+        self.version = 0
         # rare-feature pruning fixed the feature set: no new features
         self.closed = False
         # sparseptron: per template, w = scale * v, and |v|^2 kept up to date
@@ -256,6 +258,7 @@ class SparseLinearModel:
             self._compact = None
         self._dense = None
         self._packed = None
+        self.version += 1
 
     def weights(self) -> np.ndarray:
         """Averaged weights as the dense matrix prediction reads (cached;

@@ -143,24 +143,19 @@ def test_leads_matches_top_two_for_any_guess():
 
 
 def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
-    """The rows a batch caches per word type for one-word templates are the
-    rows their keys find, token by token, whatever the template's offset."""
+    """The rows cached per word type for one-word templates are the rows
+    their keys find, token by token, whatever the template's offset."""
     from spacy_sparse.kernels.scoring import find_row
-    from spacy_sparse.kernels.sequence import sequence_key, word_rows
+    from spacy_sparse.kernels.sequence import UNSET, sequence_key
 
     templates = ["lower@0", "suf3@0", "lower@-2", "shape@1", "tag@-1", "lower@0+lower@1", "tag@-1+suf2@0"]
     nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1, templates=templates)
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
+    column, rows = tagger._word_rows.for_batch(m, tagger.lexicon, batch)
     one_word = [len(t.atoms) == 1 and t.atoms[0].attr != "tag" for t in m.templates]
-    assert sum(one_word) == 4
-    for depth in (1, 3):  # only the first `depth` templates are cached
-        column, _, _ = word_rows(batch.lex_rows, batch.lex, m.seeds, m.atom_off, m.atom_src, m.tab, m.tab_off, depth)
-        assert [c >= 0 for c in column] == [w and t < depth for t, w in enumerate(one_word)]
-    column, tid, rows = word_rows(batch.lex_rows, batch.lex, m.seeds, m.atom_off, m.atom_src, m.tab, m.tab_off,
-                                  len(m.templates))
-    assert one_word == [c >= 0 for c in column]
+    assert one_word == [c >= 0 for c in column] and sum(one_word) == 4
     pred = np.zeros(batch.n_tokens, dtype=np.int32)
     hist = np.zeros(0, dtype=np.uint64)
     found = 0
@@ -171,28 +166,38 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
                 if start <= p < end:
                     key = sequence_key(t, i, start, end, m.seeds, m.atom_off, m.atom_src, m.atom_pos,
                                        batch.lex_rows, batch.lex, np.zeros(0, np.uint64), pred, hist)
-                    assert rows[tid[p], column[t]] == find_row(m.tab, m.tab_off, t, key)
-                    found += rows[tid[p], column[t]] >= 0
+                    assert rows[batch.lex_rows[p], column[t]] == find_row(m.tab, m.tab_off, t, key)
+                    found += rows[batch.lex_rows[p], column[t]] >= 0
     assert found > 500
-    assert len(rows) < batch.n_tokens / 2  # one row of the cache per word type, not per token
+    # only the batch's word types were looked up
+    assert (rows[:, 0] != UNSET).sum() == len(np.unique(batch.lex_rows))
 
 
-def test_labels_do_not_depend_on_the_word_cache_depth(ewt_refs):
-    """A tagger caches the rows of fewer templates once it knows how many a
-    token needs at its margin; only the time may change, not the labels."""
-    nlp, tagger = train_tagger(ewt_refs["train"][:80], epochs=2)
+def test_the_word_row_cache_follows_the_model_and_the_lexicon(ewt_refs):
+    """Rows cached per word type are kept across batches, and dropped when
+    training changes the model or the lexicon numbers its rows afresh: the
+    labels are always those of a cold cache."""
+    nlp, tagger = train_tagger(ewt_refs["train"][:80], epochs=1)
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:20])]
-    for margin in (None, 2.0, 10.0):
+    examples = to_examples(nlp, ewt_refs["train"][80:160])
+
+    def cold(docs):
+        tagger._word_rows = type(tagger._word_rows)()
+        return tagger.predict(docs)[0]
+
+    for margin in (None, 10.0):
         tagger.margin = margin
-        tagger.reset_usage()
-        depth_all = tagger._word_cache_depth(len(tagger.sparse.templates))
-        first, _ = tagger.predict(docs)
-        depth_then = tagger._word_cache_depth(len(tagger.sparse.templates))
-        again, _ = tagger.predict(docs)
-        assert np.array_equal(first, again)
-        assert depth_all == len(tagger.sparse.templates)
-        if margin is not None:
-            assert depth_then < depth_all
+        first = tagger.predict(docs[:10])[0]
+        warm = tagger.predict(docs)[0]  # half its types are cached already
+        assert np.array_equal(warm, cold(docs)) and np.array_equal(first, cold(docs[:10]))
+    cache = tagger._word_rows.rows
+    tagger.update(examples)  # new features: cached "no row" answers go stale
+    after = tagger.predict(docs)[0]
+    assert tagger._word_rows.rows is not cache
+    assert np.array_equal(after, cold(docs))
+    tagger.lexicon.set_classes({1: 2})  # rows renumbered
+    renumbered = tagger.predict(docs)[0]
+    assert np.array_equal(renumbered, cold(docs))
 
 
 def test_a_stopped_decision_takes_the_best_valid_label():

@@ -16,7 +16,7 @@ token's tag_ hash as given before the component ran (what `ptag` reads).
 import numpy as np
 from numba import njit
 
-from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, table_put, table_slot
+from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block
 
 
@@ -48,50 +48,35 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
     return finish_key(h)
 
 
-@njit(cache=True, nogil=True)
-def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, depth):
-    """Rows of the one-word templates (one lexical atom: the key depends on
-    a single word) among the first `depth` templates, per word type of a
-    batch. A type recurs (half of running text is its ~100 commonest
-    words), so these keys are made and looked up once per type, not once
-    per token.
+UNSET = np.int32(-2)  # word_rows: a word type whose rows are not looked up yet
 
-    Returns (column, tid, rows): column[t] is template t's column in rows
-    (-1: not cached), tid[i] the type of token i, rows[k, c] the row (-1:
-    none) of column c's feature for type k.
-    """
+
+def word_columns(seeds: np.ndarray, atom_off: np.ndarray, atom_src: np.ndarray) -> np.ndarray:
+    """Column of each one-word template (one lexical atom: its key depends
+    on a single word) in the per-type row cache; -1 for the others."""
+    one_word = (np.diff(atom_off) == 1) & (atom_src[atom_off[:-1]] >= 0)
     column = np.full(seeds.shape[0], -1, dtype=np.int32)
-    n_cols = 0
-    for t in range(min(depth, seeds.shape[0])):
-        if atom_off[t + 1] - atom_off[t] == 1 and atom_src[atom_off[t]] >= 0:
-            column[t] = n_cols
-            n_cols += 1
-    n = lex_rows.shape[0]
-    most = min(n, lex.shape[0])  # word types in the batch: at most the lexicon's
-    cap = 8
-    while cap < 2 * most:
-        cap *= 2
-    types = np.zeros(2 * cap, dtype=np.uint64)  # lexicon row + 1 -> type (hashing.py layout)
-    tid = np.zeros(n, dtype=np.int32)
-    word_of = np.zeros(most, dtype=np.int64)
-    n_types = 0
-    for i in range(n if n_cols > 0 else 0):
-        key = np.uint64(lex_rows[i] + 1)
-        slot = table_slot(types, 0, cap, key)
-        if types[2 * slot] != key:
-            table_put(types, slot, key, n_types)
-            word_of[n_types] = lex_rows[i]
-            n_types += 1
-        tid[i] = types[2 * slot + 1]
-    rows = np.zeros((n_types, max(n_cols, 1)), dtype=np.int32)
-    for k in range(n_types):
+    column[one_word] = np.arange(int(one_word.sum()), dtype=np.int32)
+    return column
+
+
+@njit(cache=True, nogil=True)
+def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, rows):
+    """Fill rows[w, column[t]], the row (-1: none) of one-word template t's
+    feature for the word type in lexicon row w, for the types of a batch
+    not filled yet (rows[w, 0] == UNSET). A type recurs (half of running
+    text is its ~100 commonest words), so these keys are made and looked up
+    once per type and model, not once per token."""
+    for i in range(lex_rows.shape[0]):
+        w = lex_rows[i]
+        if rows[w, 0] != UNSET:
+            continue
         for t in range(seeds.shape[0]):
-            if column[t] >= 0:
-                # sequence_key of a one-atom template inside a segment, written
-                # out: this loop is most of the cache's cost
-                key = finish_key(mix(seeds[t], lex[word_of[k], atom_src[atom_off[t]]]))
-                rows[k, column[t]] = find_row(tab, tab_off, t, key)
-    return column, tid, rows
+            c = column[t]
+            if c >= 0:
+                # sequence_key of a one-atom template inside a segment, written out
+                key = finish_key(mix(seeds[t], lex[w, atom_src[atom_off[t]]]))
+                rows[w, c] = find_row(tab, tab_off, t, key)
 
 
 @njit(cache=True, nogil=True)
@@ -157,13 +142,13 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
-                     tab_off, tab, W, allowed, fixed, hist_of, column, tid, type_rows, margin, thr, pred, used):
+                     tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
     thr[t] after template t when thr is not None (stop_margins).
 
-    One-word templates read their rows from the batch's word types
-    (`column`, `tid`, `type_rows`: word_rows) inside a segment; past its
+    One-word templates read their rows per word type (`column`, and
+    `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
     edges, and for every other template, the row is looked up by key.
     Writes the label into pred and the number of templates scored into used.
     """
@@ -197,7 +182,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
                     p = i + atom_pos[atom_off[t]] if c >= 0 else start - 1  # the word a one-word template reads
                     if start <= p < end:
                         keys[t] = 0  # score_block: the row is in ahead
-                        ahead[t - n] = type_rows[tid[p], c]
+                        ahead[t - n] = type_rows[lex_rows[p], c]
                     else:
                         keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
                                                tags, pred, hist)

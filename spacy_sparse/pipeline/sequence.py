@@ -5,14 +5,16 @@ A subclass supplies its label mask (`_allowed`), the gold label index per
 token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
-from typing import Iterable, List, Tuple
+import threading
+from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
 from spacy.attrs import TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..kernels.sequence import gold_keys, predict_sequence, train_sequence, word_rows
+from ..kernels.sequence import UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows
+from ..lexicon import Lexicon
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import DocBatch, SparsePipe
@@ -30,10 +32,49 @@ def input_tags(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
     return np.concatenate(parts) if parts else NO_TAGS
 
 
+class WordRowCache:
+    """The rows of a model's one-word templates per word type, kept from
+    batch to batch (kernels.sequence.word_rows), so a type's keys are
+    looked up once, not once per batch. Indexed by lexicon row; refilled
+    from scratch when the model changes (training, a load) or the lexicon
+    numbers its rows afresh. Only the lock holder writes: a batch fills its
+    new types before its kernels read them, and other threads read only
+    rows they filled themselves."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model: Optional[SparseLinearModel] = None
+        self._stamp = (-1, -1)
+        self.column = np.zeros(0, dtype=np.int32)
+        self.rows = np.zeros((0, 1), dtype=np.int32)
+
+    def for_batch(self, model: SparseLinearModel, lexicon: Lexicon, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
+        """(column, rows) with every word type of the batch filled in."""
+        with self._lock:
+            stamp = (model.version, lexicon.generation)
+            if model is not self._model or stamp != self._stamp:
+                self._model, self._stamp = model, stamp
+                self.column = word_columns(model.seeds, model.atom_off, model.atom_src)
+                self.rows = np.full((0, max(1, int((self.column >= 0).sum()))), UNSET, dtype=np.int32)
+            n_types = batch.lex.shape[0]
+            if self.rows.shape[0] < n_types:
+                grown = np.full((max(n_types, 2 * self.rows.shape[0]), self.rows.shape[1]), UNSET, dtype=np.int32)
+                grown[: self.rows.shape[0]] = self.rows
+                self.rows = grown
+            if np.any(self.column >= 0):
+                word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src, model.tab,
+                          model.tab_off, self.column, self.rows)
+            return self.column, self.rows
+
+
 class SequencePipe(SparsePipe):
     """Base of greedy left-to-right sequence labellers (not registered)."""
 
     _allowed: np.ndarray
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._word_rows = WordRowCache()
 
     @property
     def _hist_of(self) -> np.ndarray:
@@ -58,30 +99,18 @@ class SequencePipe(SparsePipe):
         W = model.weights()
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
-        column, tid, type_rows = word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src,
-                                           model.tab, model.tab_off, self._word_cache_depth(len(model.seeds)))
+        column, type_rows = self._word_rows.for_batch(model, self.lexicon, batch)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
                 batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
-                model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, column, tid,
+                model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, column,
                 type_rows, margin, thr, pred, used,
             )
 
         self._over_segments(batch, label)
         self._record_usage(used[used > 0] if len(fixed) else used)
         return pred, batch.doc_off
-
-    def _word_cache_depth(self, n_templates: int) -> int:
-        """How many leading templates have their rows cached per word type
-        (kernels.sequence.word_rows). A cached row costs one lookup per type
-        and pays off only on the tokens that reach its template: all do
-        without a margin; with one, cache twice the templates a token has
-        needed so far (all on the first batch). Labels never depend on it."""
-        used = self.templates_per_token
-        if self.margin is None or used == 0:
-            return n_templates
-        return min(n_templates, int(np.ceil(2 * used)))
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         examples_docs = [eg.predicted for eg in examples]
