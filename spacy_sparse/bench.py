@@ -118,7 +118,6 @@ def run_bench(
             if setting not in settings:
                 settings.append(setting)
     rows = []
-    usage = []
     time_pipe(nlp, docs[:50], 1)  # load kernels before timing
     try:
         for margin, decay in settings:
@@ -126,15 +125,13 @@ def run_bench(
             pipe.reset_usage()
             for _doc in nlp.pipe(docs):
                 pass
-            usage.append(dict(pipe.usage))
             key, acc = accuracy(pipe, docs, references)
             rows.append({"margin": margin, "margin_decay": decay, "accuracy": acc, "metric": key,
                          "templates_per_token": pipe.templates_per_token, "words_per_second": 0.0})
         # settings take turns, so a slow spell of the machine hits them all
         for _ in range(max(1, repeat)):
-            for (margin, decay), row, seen in zip(settings, rows, usage):
+            for (margin, decay), row in zip(settings, rows):
                 pipe.margin, pipe.margin_decay = margin, decay
-                pipe.usage = dict(seen)  # the word cache sizes itself from it
                 row["words_per_second"] = max(row["words_per_second"], time_pipe(nlp, docs, 1))
     finally:
         pipe.margin, pipe.margin_decay = original
