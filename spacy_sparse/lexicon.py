@@ -75,8 +75,7 @@ class Lexicon:
         self.vocab = vocab
         self.classes = dict(classes or {})
         self._lock = threading.Lock()
-        # counts resets: rows are numbered afresh, so caches keyed by row go stale
-        self.generation = 0
+        self._generation = 0
         self._reset()
 
     def set_classes(self, classes: Dict[int, int]) -> None:
@@ -88,28 +87,36 @@ class Lexicon:
 
     def _reset(self) -> None:
         cap = 1024
-        self.generation += 1
+        # counts resets: rows are numbered afresh, so caches keyed by row go
+        # stale; part of the snapshot, so a batch knows which numbering it has
+        self._generation += 1
         self._n = 0
-        self._snapshot = (new_table(cap), np.zeros((cap // 2 + 1, len(LEX_ATTRS)), dtype=np.uint64))
+        self._snapshot = (new_table(cap), np.zeros((cap // 2 + 1, len(LEX_ATTRS)), dtype=np.uint64),
+                          self._generation)
 
     def __len__(self) -> int:
         return self._n
 
-    def lookup(self, orths: np.ndarray):
-        """Rows for ORTH hashes, adding unseen word types. Returns the rows
-        and the value table they index (a consistent snapshot)."""
+    @property
+    def generation(self) -> int:
+        return self._snapshot[2]
+
+    def lookup(self, orths: np.ndarray) -> Tuple[np.ndarray, np.ndarray, int]:
+        """Rows for ORTH hashes, adding unseen word types. Returns the rows,
+        the value table they index and the generation of their numbering
+        (a consistent snapshot)."""
         orths = np.ascontiguousarray(orths, dtype=np.uint64)
-        tab, values = self._snapshot
+        tab, values, generation = self._snapshot
         out = np.empty(orths.shape[0], dtype=np.int64)
         if find_many(tab, tab.shape[0] // 2, orths, out) == 0:
-            return out, values
+            return out, values, generation
         with self._lock:
-            tab, values = self._snapshot
+            tab, values, generation = self._snapshot
             if find_many(tab, tab.shape[0] // 2, orths, out) > 0:
                 self._add(np.unique(orths[out < 0]))
-                tab, values = self._snapshot
+                tab, values, generation = self._snapshot
                 find_many(tab, tab.shape[0] // 2, orths, out)
-        return out, values
+        return out, values, generation
 
     def _add(self, new_orths: np.ndarray) -> None:
         """Add word types under the lock. Rows and keys are written in place
@@ -118,7 +125,7 @@ class Lexicon:
         arrays instead."""
         if self._n + len(new_orths) > MAX_TYPES:
             self._reset()
-        tab, values = self._snapshot
+        tab, values, generation = self._snapshot
         strings = self.vocab.strings
         fresh = np.array([lexical_atoms(self.vocab, strings[int(o)], self.classes) for o in new_orths],
                          dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
@@ -139,4 +146,4 @@ class Lexicon:
         off = np.array([0, tab.shape[0] // 2], dtype=np.int64)
         fill_tables(np.zeros(len(new_keys), dtype=np.int32), new_keys, new_rows, off, tab)
         self._n = n_new
-        self._snapshot = (tab, values)
+        self._snapshot = (tab, values, generation)

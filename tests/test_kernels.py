@@ -153,7 +153,7 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
-    column, rows = tagger._word_rows.for_batch(m, tagger.lexicon, batch)
+    column, rows = tagger._word_rows.for_batch(m, batch)
     one_word = [len(t.atoms) == 1 and t.atoms[0].attr != "tag" for t in m.templates]
     assert one_word == [c >= 0 for c in column] and sum(one_word) == 4
     pred = np.zeros(batch.n_tokens, dtype=np.int32)

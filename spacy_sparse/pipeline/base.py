@@ -155,7 +155,7 @@ class DocBatch:
                 unset[:, 0] = doc.to_array(ORTH)
                 cols.append(unset)
         table = np.concatenate(cols)
-        self.lex_rows, self.lex = lexicon.lookup(np.ascontiguousarray(table[:, 0]))
+        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(table[:, 0]))
         doc_starts = self.doc_off[:-1][lengths > 0]
         starts = table[:, 1] == 1
         starts[doc_starts] = True

@@ -14,7 +14,6 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..kernels.sequence import UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows
-from ..lexicon import Lexicon
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import DocBatch, SparsePipe
@@ -48,10 +47,11 @@ class WordRowCache:
         self.column = np.zeros(0, dtype=np.int32)
         self.rows = np.zeros((0, 1), dtype=np.int32)
 
-    def for_batch(self, model: SparseLinearModel, lexicon: Lexicon, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
-        """(column, rows) with every word type of the batch filled in."""
+    def for_batch(self, model: SparseLinearModel, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
+        """(column, rows) with every word type of the batch filled in, for
+        the lexicon numbering the batch was looked up in."""
         with self._lock:
-            stamp = (model.version, lexicon.generation)
+            stamp = (model.version, batch.lex_generation)
             if model is not self._model or stamp != self._stamp:
                 self._model, self._stamp = model, stamp
                 self.column = word_columns(model.seeds, model.atom_off, model.atom_src)
@@ -99,7 +99,7 @@ class SequencePipe(SparsePipe):
         W = model.weights()
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
-        column, type_rows = self._word_rows.for_batch(model, self.lexicon, batch)
+        column, type_rows = self._word_rows.for_batch(model, batch)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
