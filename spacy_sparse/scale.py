@@ -22,9 +22,9 @@ _PIPELINES: Dict[Tuple[str, int], Language] = {}
 def worker_pipeline(model: str, n_threads: int = 1) -> Language:
     key = (str(model), n_threads)
     if key not in _PIPELINES:
-        from .cli import _load
+        from .loading import load_pipeline
 
-        _PIPELINES[key] = _load(str(model), n_threads)
+        _PIPELINES[key] = load_pipeline(str(model), n_threads)
     return _PIPELINES[key]
 
 

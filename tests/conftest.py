@@ -1,4 +1,5 @@
 """Shared fixtures: slices of the real corpora in ../shared/data."""
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,14 @@ from spacy.training.converters import conllu_to_docs
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 EWT = SHARED / "ud-english-ewt"
+sys.path.insert(0, str(ROOT))  # benchmarks/ (not installed) is importable by the tests
+
+
+def need(path: Path) -> Path:
+    """Skip the test, saying why, when a corpus of ../shared/data is absent."""
+    if not path.exists():
+        pytest.skip(f"needs the corpus at {path} (../shared/data beside the repository)")
+    return path
 
 
 def read_conllu_slice(path: Path, n_sents: int):
@@ -41,8 +50,7 @@ def to_examples(nlp, refs):
 
 @pytest.fixture(scope="session")
 def ewt_refs():
-    if not EWT.exists():
-        pytest.fail(f"The EWT corpus is expected at {EWT}")
+    need(EWT)
     return {
         "train": read_conllu_slice(EWT / "en_ewt-ud-train.conllu", 3000),
         "dev": read_conllu_slice(EWT / "en_ewt-ud-dev.conllu", 600),
@@ -87,6 +95,7 @@ def conll_refs():
 
     from spacy_sparse.readers import conll_ner_docs
 
+    need(CONLL)
     vocab = spacy.blank("en").vocab
     return {
         "train": list(islice(conll_ner_docs(vocab, CONLL / "train.txt"), 150)),

@@ -557,7 +557,7 @@ def test_group_lasso_order_cli_writes_a_usable_order(corpus, tmp_path):
 def test_sparsity_plot_writes_figures(tmp_path):
     import srsly
 
-    from spacy_sparse.bench_sparsity import plot_tables
+    from benchmarks.sparsity import plot_tables
 
     with pytest.raises(ValueError, match="No table JSON"):
         plot_tables(tmp_path)

@@ -2,7 +2,6 @@
 import pickle
 import threading
 
-import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc

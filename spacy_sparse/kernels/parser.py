@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, find_row, open_scores, prefix_train_step, score_block,
+from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
                       score_counted)
 
 SHIFT = 0

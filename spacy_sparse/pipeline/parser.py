@@ -10,7 +10,7 @@ with spaCy's `deprojectivize`. A doc whose sentence starts are all known
 any other doc is parsed whole, and its trees become its sentences.
 """
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import DEP, HEAD, POS, SENT_START, TAG

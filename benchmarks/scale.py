@@ -1,6 +1,9 @@
 """Corpus-scale benchmark: threads in one process, the streaming `tag`
 command (one process, two threads, two processes), and Dask shards, on the
-same input, with peak memory. A benchmark, not a test: it prints numbers."""
+same input, with peak memory. A benchmark, not a test: it prints numbers.
+
+    python benchmarks/scale.py MODEL DATA [--words N] [--json OUT]
+"""
 import os
 import subprocess
 import sys
@@ -9,7 +12,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from .bench import bare_docs, read_references, sparse_components, time_pipe
+import srsly
+from wasabi import msg
+
+from spacy_sparse.bench import bare_docs, read_references, sparse_components, time_pipe
+from spacy_sparse.loading import load_pipeline
 
 
 def _write_corpus(lines: List[str], n_words: int, path: Path) -> int:
@@ -39,9 +46,7 @@ def _run(args: List[str]) -> Dict[str, float]:
 
 def run_scale_bench(model: str, data: Path, n_words: int = 1_000_000, small_words: int = 100_000,
                     repeat: int = 3) -> Dict[str, Any]:
-    from .cli import _load
-
-    nlp = _load(model)
+    nlp = load_pipeline(model)
     name, pipe = sparse_components(nlp)[0]
     refs = read_references(nlp, data)
     result: Dict[str, Any] = {"model": model, "data": str(data), "cpus": os.cpu_count()}
@@ -89,7 +94,7 @@ def run_scale_bench(model: str, data: Path, n_words: int = 1_000_000, small_word
         # tasks only (each worker still loads the pipeline on its first task)
         from dask.distributed import Client, LocalCluster
 
-        from .scale import annotate_shards
+        from spacy_sparse.scale import annotate_shards
 
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                           dashboard_address=None) as cluster, Client(cluster) as client:
@@ -106,3 +111,39 @@ def run_scale_bench(model: str, data: Path, n_words: int = 1_000_000, small_word
         result[key]["speedup"] = result[key]["words_per_second"] / base
     result["rss_growth_mb_small_to_big"] = result["tag_1_thread"]["peak_rss_mb"] - result["tag_small_1_thread"]["peak_rss_mb"]
     return result
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python benchmarks/scale.py", description=__doc__.split("\n")[0])
+    parser.add_argument("model", help='a pipeline directory or "default"')
+    parser.add_argument("data", help="a .spacy DocBin whose sentences make the input (repeated)")
+    parser.add_argument("--words", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    r = run_scale_bench(args.model, Path(args.data), n_words=args.words, repeat=args.repeat)
+    t = r["threads"]
+    msg.info(f"{r['model']}, {r['cpus']} CPUs")
+    msg.text(f"in-process, pre-made docs ({t['words']:,} words): 1 thread {t['words_per_second_1']:,.0f} words/s, "
+             f"2 threads {t['words_per_second_2']:,.0f} words/s ({t['speedup']:.2f}x, identical: {t['identical']})")
+    rows = []
+    for key in ("tag_small_1_thread", "tag_1_thread", "tag_2_threads", "tag_2_processes", "dask_local_2_workers"):
+        x = r[key]
+        rows.append((key, f"{x['words']:,}", f"{x['seconds']:.1f}", f"{x['words_per_second']:,.0f}",
+                     f"{x.get('speedup', 1.0):.2f}x" if key != "tag_small_1_thread" else "-", f"{x['peak_rss_mb']:.0f}"))
+    x = r["dask_running_cluster_2_workers"]
+    rows.append(("dask, cluster already up", f"{x['words']:,}", f"{x['seconds']:.1f}", f"{x['words_per_second']:,.0f}",
+                 f"{x['speedup']:.2f}x", "-"))
+    msg.table(rows, header=("run", "words", "seconds", "words/s", "vs 1 thread", "peak RSS MB"), divider=True)
+    msg.text(f"peak RSS growth from {r['tag_small_1_thread']['words']:,} to {r['tag_1_thread']['words']:,} words: "
+             f"{r['rss_growth_mb_small_to_big']:+.1f} MB; same output with 2 threads: {r['tag_same_output_2_threads']}, "
+             f"with 2 processes: {r['tag_same_output_2_processes']}")
+    if args.json:
+        srsly.write_json(args.json, r)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,6 +15,11 @@ and reads sizes from the saved model:
   group-lasso and GOMP orders, with words/s against all templates.
 
 Rows go to OUTPUT/<table>.json; the printed table is Markdown.
+
+Run from the repository root (or through `spacy project run sparsity-*`):
+
+    python benchmarks/sparsity.py TABLE CORPUS OUTPUT
+    python benchmarks/sparsity.py plot OUTPUT
 """
 import subprocess
 import sys
@@ -25,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import srsly
 from wasabi import msg
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parent.parent / "spacy_sparse" / "configs"
 
 
 def train(config: Path, out: Path, train_path: Path, dev_path: Path, overrides: Sequence[str] = ()) -> Path:
@@ -49,8 +54,8 @@ def measure(model: Path, test_path: Path, *, tags: bool = False, sents: bool = F
     component; `transform` changes the loaded pipeline first (e.g. QT)."""
     import spacy
 
-    from .bench import ACCURACY_KEYS, sparse_components
-    from .readers import gold_token_examples
+    from spacy_sparse.bench import ACCURACY_KEYS, sparse_components
+    from spacy_sparse.readers import gold_token_examples
 
     nlp = spacy.load(model)
     name, pipe = sparse_components(nlp)[-1]
@@ -119,7 +124,7 @@ SPARSE_ADMM = ({"kappa": 2.0, "lambda0": 1.5}, {"kappa": 2.0, "lambda0": 1.0, "l
 
 
 def suzuki(corpus: Path, out: Path, zetas: Sequence[int] = (1, 2, 4)) -> List[Dict[str, Any]]:
-    from .learn.admm import AdmmSettings, quantize
+    from spacy_sparse.learn.admm import AdmmSettings, quantize
 
     tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
     float_model = train(CONFIGS / "tagger.cfg", out / "suzuki" / "float", tr, dev)
@@ -148,7 +153,7 @@ def composed(corpus: Path, out: Path, stops: Sequence[Tuple[float, float]] = ((2
     """The float tagger and the composed one, trained in the same run, with
     words/s and accuracy at margin None and at each (margin, decay) stop
     rule of dynamic feature selection (settings timed in turns, best of 5)."""
-    from .bench import run_bench
+    from spacy_sparse.bench import run_bench
 
     tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
     rows = []
@@ -175,9 +180,9 @@ def strubell(corpus: Path, out: Path, sizes: Sequence[int] = (6, 10, 15, 23)) ->
     import spacy
     from spacy.util import load_config, registry
 
-    from .bench import run_bench
-    from .learn.ordering import gomp_order, group_lasso_order, wrapper_order
-    from .readers import gold_token_examples
+    from spacy_sparse.bench import run_bench
+    from spacy_sparse.learn.ordering import gomp_order, group_lasso_order, wrapper_order
+    from spacy_sparse.readers import gold_token_examples
 
     tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
     nlp = spacy.blank("en")
@@ -284,7 +289,7 @@ def plot_tables(out: Path) -> List[Path]:
             ax.set(xlabel="model file (MB)", ylabel="accuracy", title=f"{table}: accuracy and size")
             save(fig, f"{table}_size.png")
     if not written:
-        raise ValueError(f"No table JSON in {out} to plot (run sparsity-bench first)")
+        raise ValueError(f"No table JSON in {out} to plot (run a table first)")
     return written
 
 
@@ -299,3 +304,27 @@ def run_table(table: str, corpus: Path, out: Path) -> List[Dict[str, Any]]:
     srsly.write_json(out / f"{table}.json", rows)
     print(markdown(rows))
     return rows
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python benchmarks/sparsity.py", description=__doc__.split("\n")[0])
+    parser.add_argument("table", choices=["goldberg", "martins", "suzuki", "composed", "strubell", "plot"],
+                        help="a table to reproduce, or plot: figures (PNG) from the JSON in OUTPUT")
+    parser.add_argument("corpus_or_output", help="TABLE: directory with train/dev/test .spacy; plot: OUTPUT")
+    parser.add_argument("output", nargs="?", help="directory for the trained variants and <table>.json")
+    args = parser.parse_args(argv)
+    if args.table == "plot":
+        for path in plot_tables(Path(args.corpus_or_output)):
+            msg.good(f"Wrote {path}")
+        return 0
+    if not args.output:
+        parser.error("OUTPUT is required")
+    run_table(args.table, Path(args.corpus_or_output), Path(args.output))
+    msg.good(f"Wrote {Path(args.output) / (args.table + '.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

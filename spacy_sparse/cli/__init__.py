@@ -1,0 +1,40 @@
+"""`python -m spacy_sparse COMMAND` (also the `spacy-sparse` script).
+
+One module per command group: `run` (demo, tag, tag-shards), `measure` (bench, report),
+`train` (order-templates, jackknife, prune, quantize, ship-default, config), `convert`
+(convert-ud, convert-conll). Reproductions of the papers' tables live in `benchmarks/`
+of the repository, not here.
+"""
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+from wasabi import msg
+
+from . import convert, measure, run, train
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spacy_sparse", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in (run, measure, train, convert):
+        group.register(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # the reader of our stdout went away (`... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (ValueError, FileNotFoundError, OSError) as err:
+        msg.fail(str(err))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

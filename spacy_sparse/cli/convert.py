@@ -1,0 +1,60 @@
+"""Corpus conversion to .spacy DocBins (spaCy's converters where they fit)."""
+import argparse
+from pathlib import Path
+
+from wasabi import msg
+
+
+def cmd_convert_ud(args: argparse.Namespace) -> int:
+    """Convert a UD treebank directory's train/dev/test CoNLL-U to DocBins
+    with spaCy's own converter (what `spacy convert --converter conllu` does)."""
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    src, out = Path(args.ud_dir), Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev", "test"):
+        files = sorted(src.glob(f"*-ud-{split}.conllu"))
+        if not files:
+            msg.fail(f"No *-ud-{split}.conllu in {src}", exits=1)
+        docs = conllu_to_docs(files[0].read_text(encoding="utf8"), n_sents=10, no_print=True)
+        DocBin(docs=docs, store_user_data=False).to_disk(out / f"{split}.spacy")
+        msg.good(f"{files[0].name} -> {out / f'{split}.spacy'}")
+    return 0
+
+
+def cmd_convert_conll(args: argparse.Namespace) -> int:
+    """CoNLL-2003-style files (token ... IOB tag per line, blank line between
+    sentences, -DOCSTART- between articles) to one doc per article, with
+    sentence starts and entities, so document-level features see the whole
+    article. (spaCy's `--converter ner` groups a fixed number of sentences
+    and keeps -DOCSTART- as a sentence.)"""
+    from spacy.tokens import DocBin
+
+    from ..readers import chunk_docs, conll_ner_docs, uner_docs
+
+    vocab = __import__("spacy").blank("en").vocab
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    read = uner_docs if args.uner else chunk_docs if args.chunks else conll_ner_docs
+    docs = list(read(vocab, Path(args.input)))
+    DocBin(docs=docs, store_user_data=False).to_disk(out)
+    msg.good(f"{args.input} -> {out}: {len(docs)} docs, {sum(len(d) for d in docs):,} tokens, "
+             f"{sum(len(d.ents) for d in docs):,} entities")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")
+    p.add_argument("ud_dir")
+    p.add_argument("output")
+    p.set_defaults(func=cmd_convert_ud)
+
+    p = sub.add_parser("convert-conll", help="CoNLL-2003 NER (or --uner, --chunks) file -> .spacy")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--uner", action="store_true",
+                   help="Universal NER format (index token tag ...); OTH and B-O tags become O")
+    p.add_argument("--chunks", action="store_true",
+                   help="CoNLL-2000 chunking (token POS chunk): one doc per sentence, POS as tag_, chunks as ents")
+    p.set_defaults(func=cmd_convert_conll)

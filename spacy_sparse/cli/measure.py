@@ -1,0 +1,105 @@
+"""Measuring a trained pipeline: `bench` (accuracy and words/s across margins) and `report` (model sizes)."""
+import argparse
+from pathlib import Path
+
+import srsly
+from wasabi import msg
+
+
+def print_rows(result: dict) -> None:
+    header = ("margin", "decay", result["rows"][0]["metric"], "templates/token", "words/s", "speed-up")
+    data = []
+    for r in result["rows"]:
+        data.append((
+            "none" if r["margin"] is None else f"{r['margin']:g}",
+            "-" if r["margin"] is None else f"{r['margin_decay']:g}",
+            f"{100 * r['accuracy']:.2f}",
+            f"{r['templates_per_token']:.2f}",
+            f"{r['words_per_second']:,.0f}",
+            "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
+        ))
+    msg.table(data, header=header, divider=True)
+    if "compare" in result:
+        other = result["compare"]
+        msg.info(f"compare: {other['model']} at {other['words_per_second']:,.0f} words/s")
+        for r in result["rows"]:
+            m = "none" if r["margin"] is None else f"{r['margin']:g}, decay {r['margin_decay']:g}"
+            msg.text(f"  margin {m}: {r['ratio_vs_compare']:.1f}x the words/s of {other['model']}")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ..bench import parse_decays, parse_margins, run_bench
+
+    decays = parse_decays(args.decays) if args.decays else None
+    result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
+                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
+                       decays=decays)
+    sents = ", gold sentences" if result["gold_sentences"] else ""
+    msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words{sents}, "
+             f"best of {result['repeat']})")
+    print_rows(result)
+    if args.json:
+        keys = ("margin", "margin_decay", "metric", "accuracy", "templates_per_token", "words_per_second", "speedup")
+        rows = [{k: r[k] for k in keys}
+                | ({"ratio_vs_compare": r["ratio_vs_compare"]} if "ratio_vs_compare" in r else {})
+                for r in result["rows"]]
+        srsly.write_json(args.json, rows)
+        if args.json_full:
+            srsly.write_json(args.json_full, result)
+        msg.good(f"Wrote {args.json}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import spacy
+
+    from ..bench import sparse_components
+
+    nlp = spacy.load(args.model)
+    report = {}
+    for name, pipe in sparse_components(nlp):
+        stats = pipe._require_model().stats()
+        if not args.per_template:
+            stats.pop("features_per_template")
+        stats["margin"] = pipe.margin
+        stats["mode"] = pipe.cfg["mode"]
+        stats["bytes_per_part"] = pipe._require_model().part_bytes()
+        report[name] = stats
+    if not report:
+        msg.fail(f"{args.model} has no spacy-sparse component", exits=1)
+    if args.json:
+        print(srsly.json_dumps(report, indent=2))
+        return 0
+    for name, stats in report.items():
+        msg.divider(name)
+        rows = [(k, v) for k, v in stats.items() if k not in ("features_per_template", "bytes_per_part")]
+        msg.table(rows)
+        msg.text("bytes per part of the saved model:")
+        for part, n in stats["bytes_per_part"].items():
+            msg.text(f"  {n:>11,}  {part}")
+        for tpl, n in stats.get("features_per_template", {}).items():
+            msg.text(f"  {n:>9,}  {tpl}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="accuracy, templates/token and words/s across stop margins")
+    p.add_argument("model")
+    p.add_argument("data", help="a .spacy DocBin with gold annotation")
+    p.add_argument("--margins", default="none,45,35,30,25,20")
+    p.add_argument("--decays", help="margin decays to run every margin at, e.g. 1,0.96 (default: the model's own)")
+    p.add_argument("--component", help="name of the sparse component whose margin varies (default: the last)")
+    p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
+    p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
+    p.add_argument("--gold-sents", action="store_true", help="give the pipeline the gold sentence boundaries")
+    p.add_argument("--gold-tags", action="store_true",
+                   help="give the pipeline the data's tag_ (for models that read it, e.g. the chunker's ptag)")
+    p.add_argument("--json", help="write the rows as JSON here")
+    p.add_argument("--json-full", help="also write the full result (machine, compare) here")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("report", help="model statistics per sparse component")
+    p.add_argument("model")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--per-template", action="store_true", help="features per template too")
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,148 @@
+"""The main job: `demo` (the embedded default), `tag` (a corpus in bounded memory) and `tag-shards` (Dask)."""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from wasabi import msg
+
+from ..loading import config_path, load_pipeline
+from .convert import cmd_convert_ud
+from .measure import print_rows
+
+SAMPLE_TEXT = (
+    "The ferry left the harbour at dawn, and by noon the passengers could see the cliffs. "
+    "Maria counted 42 gulls following the boat while her brother read a novel about volcanoes. "
+    "Nobody expected the storm that arrived later that evening."
+)
+
+
+def _tag_sample(nlp, text: str) -> None:
+    doc = nlp(text)
+    pipe = nlp.get_pipe("sparse_tagger")
+    attr = "tag_" if pipe.annotate == "tag" else "pos_"
+    msg.text(" ".join(f"{t.text}/{getattr(t, attr)}" for t in doc))
+    docs = [nlp.make_doc(text) for _ in range(3000)]
+    n = sum(len(d) for d in docs)
+    start = time.perf_counter()
+    for _ in nlp.pipe(docs):
+        pass
+    msg.info(f"{n / (time.perf_counter() - start):,.0f} words/s ({n:,} words, pre-tokenized, margin {pipe.margin})")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The main job: tag with the embedded model; with --data, also train
+    and evaluate a fresh tagger on a UD treebank directory."""
+    from .. import load_default
+
+    start = time.perf_counter()
+    nlp = load_default()
+    msg.good(f"Loaded the embedded en_ewt sparse_tagger in {time.perf_counter() - start:.2f}s")
+    _tag_sample(nlp, args.text or SAMPLE_TEXT)
+    if not args.data:
+        return 0
+    from spacy.cli.train import train as spacy_train
+
+    from ..bench import run_bench
+
+    out = Path(args.output)
+    corpus = out / "corpus"
+    cmd_convert_ud(argparse.Namespace(ud_dir=args.data, output=corpus))
+    msg.divider("training a fresh sparse_tagger")
+    start = time.perf_counter()
+    spacy_train(config_path("tagger"), out / "model",
+                overrides={"paths.train": str(corpus / "train.spacy"), "paths.dev": str(corpus / "dev.spacy")})
+    msg.good(f"Trained in {time.perf_counter() - start:.0f}s")
+    result = run_bench(str(out / "model" / "model-best"), corpus / "test.spacy", [None, 30.0], repeat=3, sents=True)
+    msg.divider("test set (gold tokens and sentences)")
+    print_rows(result)
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    """Stream a corpus through a pipeline in bounded memory."""
+    from tqdm import tqdm
+
+    from ..stream import DocBinWriter, JsonlWriter, RecordReader, annotate
+
+    fmt = args.format or ("jsonl" if str(args.input).endswith((".jsonl", ".json")) else "text")
+    nlp = load_pipeline(args.model, args.n_threads)
+    fin = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")
+    to_docbin = args.output != "-" and (args.output.endswith(".spacy") or Path(args.output).is_dir())
+    if to_docbin:
+        writer = DocBinWriter(Path(args.output), args.shard_size)
+    else:
+        fout = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf8")
+        writer = JsonlWriter(fout)
+    bar = tqdm(unit=" words", unit_scale=True, file=sys.stderr, disable=True if args.quiet else None,
+               mininterval=1.0)
+    reader = RecordReader(fin, fmt, args.on_error, report=bar.write if not bar.disable else
+                          (lambda m: print(m, file=sys.stderr)))
+    try:
+        stats = annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
+                         progress=bar.update)
+    finally:
+        if fin is not sys.stdin.buffer:
+            fin.close()
+        if not to_docbin and fout is not sys.stdout:
+            fout.close()
+    bar.close()
+    if not args.quiet:
+        print(f"{stats['docs']:,} docs, {stats['words']:,} words, {reader.skipped} bad lines skipped", file=sys.stderr)
+    if reader.error:
+        msg.fail(f"{args.input}, {reader.error} (--on-error fail); the {stats['docs']:,} docs before it were written")
+        return 1
+    return 0
+
+
+def cmd_tag_shards(args: argparse.Namespace) -> int:
+    """Annotate many input files on a Dask cluster, one output file each."""
+    from ..scale import annotate_shards
+
+    client = None
+    if args.scheduler:
+        from dask.distributed import Client
+
+        client = Client(args.scheduler)
+    start = time.perf_counter()
+    results = annotate_shards(args.model, [Path(p) for p in args.inputs], Path(args.output_dir), client=client,
+                              n_workers=args.n_workers, fmt=args.format, on_error=args.on_error,
+                              batch_size=args.batch_size, n_threads=args.n_threads)
+    seconds = time.perf_counter() - start
+    words = sum(r["words"] for r in results)
+    msg.good(f"{len(results)} shards, {sum(r['docs'] for r in results):,} docs, {words:,} words in {seconds:.1f}s "
+             f"({words / seconds:,.0f} words/s)")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("demo", help="tag a sample with the embedded model; --data DIR trains and evaluates too")
+    p.add_argument("--data", help="a UD treebank directory (*-ud-train/dev/test.conllu), e.g. ../shared/data/ud-english-ewt")
+    p.add_argument("--output", default="training/demo", help="where --data writes corpora and the model")
+    p.add_argument("--text", help="text to tag instead of the built-in sample")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("tag", help="stream text or JSONL through a pipeline to JSONL or .spacy shards")
+    p.add_argument("model", help='a pipeline directory, or "default" for the embedded model')
+    p.add_argument("input", help="a file of one doc per line, or - for stdin")
+    p.add_argument("output", help="a .jsonl file, - for stdout, or a directory/NAME.spacy for DocBin shards")
+    p.add_argument("--format", choices=["text", "jsonl"], help='input format (default: by extension; JSONL takes {"text": ...})')
+    p.add_argument("--on-error", choices=["skip", "fail"], default="skip", help="a bad input line is skipped (and reported) or stops the run")
+    p.add_argument("--n-threads", type=int, default=1, help="threads per process for the sparse components")
+    p.add_argument("--n-process", type=int, default=1, help="processes (nlp.pipe n_process)")
+    p.add_argument("--batch-size", type=int, default=1000)
+    p.add_argument("--shard-size", type=int, default=10000, help="docs per .spacy shard")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("tag-shards", help="annotate many files on a Dask cluster (extra: spacy-sparse[dask])")
+    p.add_argument("model", help='a pipeline directory every worker can read, or "default"')
+    p.add_argument("output_dir")
+    p.add_argument("inputs", nargs="+", help="input shards (one doc per line)")
+    p.add_argument("--scheduler", help="address of a running Dask scheduler (default: a LocalCluster)")
+    p.add_argument("--n-workers", type=int, default=2, help="LocalCluster worker processes")
+    p.add_argument("--format", choices=["text", "jsonl"], default="text")
+    p.add_argument("--on-error", choices=["skip", "fail"], default="skip")
+    p.add_argument("--n-threads", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=1000)
+    p.set_defaults(func=cmd_tag_shards)

@@ -1,0 +1,199 @@
+"""Training helpers around `spacy train`: template orders, jackknifed tags, post-hoc compression, shipping."""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import srsly
+from wasabi import msg
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    import spacy
+    from ..learn.ordering import gomp_order, group_lasso_order, wrapper_order
+    from ..readers import gold_token_examples
+
+    nlp = spacy.blank(args.lang)
+    train = list(gold_token_examples(nlp, args.train, tags=args.tags))
+    factory_cfg = nlp.get_factory_meta(args.factory).default_config
+    base = spacy.util.registry.resolve({"t": factory_cfg["templates"]})["t"]
+    if args.templates:
+        base = srsly.read_json(args.templates)
+    common = dict(factory=args.factory, lang=args.lang, train_words=args.train_words, seed=args.seed, log=msg.text)
+    start = time.time()
+    if args.method == "wrapper":
+        dev = list(gold_token_examples(nlp, args.dev, tags=args.tags))
+        order = wrapper_order(train, dev, base, dev_words=args.dev_words, epochs=args.epochs,
+                              max_steps=args.max_steps, **common)
+    elif args.method == "group-lasso":
+        order = group_lasso_order(train, base, epochs=args.epochs, **common)
+    else:
+        order = gomp_order(train, base, alpha=args.alpha, max_steps=args.max_steps, **common)
+    srsly.write_json(args.output, order)
+    msg.good(f"Wrote the {args.method} order of {len(order)} templates to {args.output} ({time.time() - start:.0f}s)")
+    return 0
+
+
+def cmd_jackknife(args: argparse.Namespace) -> int:
+    from ..jackknife import jackknife_tags
+
+    overrides = {"training.max_epochs": args.max_epochs} if args.max_epochs else {}
+    acc = jackknife_tags(Path(args.config), Path(args.train), Path(args.dev), Path(args.output),
+                         folds=args.folds, overrides=overrides)
+    msg.good(f"Wrote {args.output}: tags predicted by {args.folds} held-out taggers, {100 * acc:.2f}% correct")
+    return 0
+
+
+def rewrite_components(args: argparse.Namespace, change) -> int:
+    """Load args.model, apply `change(model)` (returns a note) to every
+    sparse component (or args.component), log sizes, save to args.output."""
+    import spacy
+
+    from ..bench import sparse_components
+
+    nlp = spacy.load(args.model)
+    found = [(n, p) for n, p in sparse_components(nlp) if not args.component or n == args.component]
+    if not found:
+        msg.fail(f"{args.model} has no spacy-sparse component{' named ' + args.component if args.component else ''}",
+                 exits=1)
+    for name, pipe in found:
+        model = pipe._require_model()
+        before = model.stats()
+        note = change(model)
+        after = model.stats()
+        msg.info(f"{name}: {note}; nonzero features {before['nonzero_features']:,} -> {after['nonzero_features']:,}, "
+                 f"distinct weights {after['distinct_weights']:,}, {before['bytes'] / 1e6:.2f} -> "
+                 f"{after['bytes'] / 1e6:.2f} MB")
+    nlp.to_disk(args.output)
+    msg.good(f"Saved {args.output}")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Drop small averaged weights of every sparse component and save."""
+    return rewrite_components(args, lambda model: f"dropped {model.prune_weights(args.min_weight):,} weights")
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    """QT (Suzuki & Nagata's baseline): round a trained model's weights to
+    the nearest value of S and save it as a grouped-weight file."""
+    from ..learn.admm import AdmmSettings, quantize
+
+    settings = AdmmSettings(zeta=args.zeta, kappa=args.kappa, eta="auto" if args.eta is None else args.eta,
+                            lambda0=args.lambda0, lambda0_feature=args.lambda0_feature)
+    return rewrite_components(args, lambda model: f"quantized to {quantize(model, settings)['distinct_weights']} values")
+
+
+DEFAULT_NOTE = """The embedded default pipeline of spacy-sparse: a sparse_tagger (token.tag_, PTB-style XPOS)
+trained on UD English-EWT by `spacy project run train-small` and shipped by `spacy project run ship-default`.
+
+This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
+(https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
+{pruned}"""
+
+
+def cmd_ship_default(args: argparse.Namespace) -> int:
+    """Copy a trained tagger pipeline into the package as the embedded default."""
+    import shutil
+
+    import spacy
+
+    from ..loading import DEFAULT_MODEL_PATH
+
+    nlp = spacy.load(args.model)
+    pipe = nlp.get_pipe("sparse_tagger")
+    dropped = pipe._require_model().prune_weights(args.min_weight) if args.min_weight > 0 else 0
+    if args.sentencizer and "sentencizer" not in nlp.pipe_names:
+        # the tagger labels sentence by sentence when a doc has sentence
+        # starts; on raw multi-sentence text a rule-based sentencizer supplies
+        # them (+0.17 on EWT docs of 10 sentences, but spaCy's sentencizer
+        # costs about as much per token as the tagger: see README)
+        nlp.add_pipe("sentencizer", first=True)
+    nlp.meta["name"] = "en_ewt_sparse_tagger"
+    nlp.meta["license"] = "CC BY-SA 4.0"
+    nlp.meta["sources"] = [{"name": "UD English-EWT", "license": "CC BY-SA 4.0"}]
+    if DEFAULT_MODEL_PATH.exists():
+        shutil.rmtree(DEFAULT_MODEL_PATH)
+    nlp.to_disk(DEFAULT_MODEL_PATH)
+    # The tagger reads word forms from the docs it gets, not from the vocab:
+    # ship only the label strings, not the training corpus's word list.
+    srsly.write_json(DEFAULT_MODEL_PATH / "vocab" / "strings.json", sorted(set(pipe.labels)))
+    pruned = f"Weights with |w| < {args.min_weight:g} were dropped to keep the package small.\n" if dropped else ""
+    (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(pruned=pruned))
+    size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
+    msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    """Print or copy a training config the package ships (works from an installed wheel)."""
+    from ..loading import config_names, config_path
+
+    if not args.name:
+        msg.text("\n".join(config_names()))
+        return 0
+    text = config_path(args.name).read_text(encoding="utf8")
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(text, encoding="utf8")
+    msg.good(f"Wrote {args.output}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("config", help="list the shipped training configs, or print/copy one (e.g. tagger)")
+    p.add_argument("name", nargs="?", help="a config name (without .cfg); none: list them")
+    p.add_argument("output", nargs="?", help="write it here instead of stdout")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser("order-templates", help="learn a template order: wrapper, group lasso path or GOMP")
+    p.add_argument("train")
+    p.add_argument("dev", help="dev data (the wrapper method scores on it; the others ignore it)")
+    p.add_argument("output", help="ordering file (JSON list of template names)")
+    p.add_argument("--factory", default="sparse_tagger")
+    p.add_argument("--templates", help="JSON list of templates (default: the factory's default set)")
+    p.add_argument("--lang", default="en")
+    p.add_argument("--train-words", type=int, default=20000)
+    p.add_argument("--dev-words", type=int, default=10000)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--max-steps", type=int, default=0, help="positions to search (0: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--method", choices=["wrapper", "group-lasso", "gomp"], default="wrapper")
+    p.add_argument("--alpha", type=float, default=0.4, help="GOMP: lambda_i = columns_i ** alpha")
+    p.add_argument("--tags", action="store_true", help="give the model the corpus's tags (the chunker's ptag)")
+    p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("jackknife", help="tag the training data with k taggers that never saw their fold (for parser training)")
+    p.add_argument("config", help="tagger training config, e.g. configs/tagger.cfg")
+    p.add_argument("train")
+    p.add_argument("dev")
+    p.add_argument("output", help=".spacy file: the training docs with predicted tag_")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--max-epochs", type=int, default=0, help="override the config's max_epochs (0: keep)")
+    p.set_defaults(func=cmd_jackknife)
+
+    p = sub.add_parser("prune", help="drop averaged weights below a size threshold (a crude size knob) and save")
+    p.add_argument("model")
+    p.add_argument("output")
+    p.add_argument("--min-weight", type=float, required=True, help="drop weights with |w| below this")
+    p.add_argument("--component", help="only this sparse component (default: all)")
+    p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("quantize", help="QT: round trained weights to a set of 2*zeta+1 values, save grouped")
+    p.add_argument("model")
+    p.add_argument("output")
+    p.add_argument("--zeta", type=int, default=4, help="values per sign")
+    p.add_argument("--kappa", type=float, default=4.0, help="ratio between successive values")
+    p.add_argument("--eta", type=float, default=None, help="smallest magnitude (default: fit to the weights)")
+    p.add_argument("--lambda0", type=float, default=0.0, help="L0 term: zero weights that do not pay for it")
+    p.add_argument("--lambda0-feature", type=float, default=0.0, help="L0 term per feature: drop rows that do not pay")
+    p.add_argument("--component", help="only this sparse component (default: all)")
+    p.set_defaults(func=cmd_quantize)
+
+    p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
+    p.add_argument("model")
+    p.add_argument("--min-weight", type=float, default=0.0, help="drop averaged weights smaller than this (0: none)")
+    p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
+    p.set_defaults(func=cmd_ship_default)
