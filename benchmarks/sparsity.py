@@ -161,7 +161,7 @@ def composed(corpus: Path, out: Path, stops: Sequence[Tuple[float, float]] = ((2
         model = train(CONFIGS / cfg, out / "composed" / label, tr, dev)
         row = {"model": label, **measure(model, te, sents=True)}
         margins = [None] + sorted({m for m, _ in stops}, reverse=True)
-        speed = run_bench(str(model), te, margins, sents=True, repeat=5,
+        speed = run_bench(str(model), te, margins, text="gold", sents=True, repeat=5,
                           decays=sorted({d for _, d in stops}, reverse=True))["rows"]
         row["wps_margin_none"] = round(speed[0]["words_per_second"])
         for margin, decay in stops:
@@ -208,7 +208,7 @@ def strubell(corpus: Path, out: Path, sizes: Sequence[int] = (6, 10, 15, 23)) ->
         cfg.to_disk(where / "config.cfg")
         model = train(where / "config.cfg", where, tr, dev)
         row = {"model": f"{method} {k}", **measure(model, te, sents=True)}
-        row["words_per_second"] = round(run_bench(str(model), te, [None], sents=True, repeat=3)["rows"][0]
+        row["words_per_second"] = round(run_bench(str(model), te, [None], text="gold", sents=True, repeat=3)["rows"][0]
                                         ["words_per_second"])
         rows.append(row)
     for r in rows:
@@ -230,6 +230,12 @@ def markdown(rows: List[Dict[str, Any]]) -> str:
         lines.append("| " + " | ".join(f"{r.get(c):,}" if isinstance(r.get(c), int) else str(r.get(c))
                                        for c in cols) + " |")
     return "\n".join(lines)
+
+
+def read_rows(path: Path) -> List[Dict[str, Any]]:
+    """A table's rows from its JSON (with its provenance, or a bare list)."""
+    data = srsly.read_json(path)
+    return data["rows"] if isinstance(data, dict) else data
 
 
 def plot_tables(out: Path) -> List[Path]:
@@ -255,7 +261,7 @@ def plot_tables(out: Path) -> List[Path]:
         written.append(out / name)
 
     if (out / "martins.json").exists():
-        rows = srsly.read_json(out / "martins.json")
+        rows = read_rows(out / "martins.json")
         fig, ax = plt.subplots(figsize=(6, 4))
         for r in rows:
             hist = [h for h in r.get("history", []) if h["features"] > 0]
@@ -267,7 +273,7 @@ def plot_tables(out: Path) -> List[Path]:
         ax.legend(fontsize=7)
         save(fig, "martins_memory.png")
     if (out / "strubell.json").exists():
-        rows = srsly.read_json(out / "strubell.json")
+        rows = read_rows(out / "strubell.json")
         fig, ax = plt.subplots(figsize=(6, 4))
         methods: Dict[str, List[Any]] = {}
         for r in rows:
@@ -281,7 +287,7 @@ def plot_tables(out: Path) -> List[Path]:
         save(fig, "strubell_orders.png")
     for table in ("goldberg", "suzuki"):
         if (out / f"{table}.json").exists():
-            rows = srsly.read_json(out / f"{table}.json")
+            rows = read_rows(out / f"{table}.json")
             fig, ax = plt.subplots(figsize=(6, 4))
             for r in rows:
                 ax.scatter(r["file_bytes"] / 1e6, r["accuracy"])
@@ -301,7 +307,9 @@ def run_table(table: str, corpus: Path, out: Path) -> List[Dict[str, Any]]:
         if not (corpus / name).exists():
             raise ValueError(f"{corpus / name} is missing (make it with convert-conll --chunks or convert-ud)")
     rows = TABLES[table](corpus, out)
-    srsly.write_json(out / f"{table}.json", rows)
+    from spacy_sparse.bench import provenance
+
+    srsly.write_json(out / f"{table}.json", {"meta": provenance(), "table": table, "rows": rows})
     print(markdown(rows))
     return rows
 

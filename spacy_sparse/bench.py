@@ -1,5 +1,16 @@
 """Measure a pipeline's sparse component across stop margins: accuracy,
-templates scored per token and words per second, all in one run."""
+templates scored per token and words per second, all in one run.
+
+Inputs are raw text by default (each reference doc's text through the
+pipeline's own tokenizer, no sentence boundaries: what `nlp(text)` gets and
+what `spacy evaluate` scores without `--gold-preproc`); `text="gold"` gives
+the gold tokens instead. Tokenization is not timed in either case.
+"""
+import datetime
+import os
+import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -9,11 +20,13 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
+from .loading import DEFAULT_MODEL_PATH, load_pipeline
 from .pipeline.base import SparsePipe, check_margin_decay
 from .readers import bare_copy
 
 # The score each task is judged by, first match wins.
 ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las")
+TEXT_MODES = ("raw", "gold")
 
 
 def parse_margins(text: str) -> List[Optional[float]]:
@@ -51,6 +64,65 @@ def bare_docs(nlp: Language, references: Sequence[Doc], sents: bool = False, tag
     with `sents`, the gold sentence starts too; with `tags`, the given tags,
     for models that read them, like the chunker)."""
     return [bare_copy(d, sents, nlp.vocab, tags=tags) for d in references]
+
+
+def input_docs(nlp: Language, references: Sequence[Doc], text: str = "raw", sents: bool = False,
+               tags: bool = False) -> List[Doc]:
+    """The docs a benchmark feeds the pipeline: `raw` runs each reference's
+    text through `nlp.make_doc`; `gold` copies the gold tokens (see
+    bare_docs)."""
+    if text not in TEXT_MODES:
+        raise ValueError(f"text must be one of {TEXT_MODES}, got {text!r}")
+    if text == "raw":
+        if sents or tags:
+            raise ValueError("Gold sentences and gold tags need gold tokens (text='gold')")
+        return [nlp.make_doc(r.text) for r in references]
+    return bare_docs(nlp, references, sents, tags)
+
+
+def provenance() -> Dict[str, Any]:
+    """What a benchmark page prints beside each table: the command, the
+    commit, the date and the machine it ran on."""
+    import numba
+    import numpy
+    import spacy as _spacy
+
+    from . import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    try:
+        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError, AttributeError):
+        mem_gib = 0.0
+    args = [Path(sys.argv[0]).name if sys.argv[0].endswith("__main__.py") else sys.argv[0], *sys.argv[1:]]
+    command = "python -m spacy_sparse " + " ".join(args[1:]) if args[0] == "__main__.py" else " ".join(args)
+    return {
+        "command": command,
+        "commit": commit or f"spacy-sparse {__version__}",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_gib, 1),
+                    "python": platform.python_version(), "spacy": _spacy.__version__, "numba": numba.__version__,
+                    "numpy": numpy.__version__},
+    }
+
+
+def directory_bytes(path: Any) -> Optional[int]:
+    """Bytes of every file under a pipeline directory (None if not one)."""
+    path = DEFAULT_MODEL_PATH if str(path) == "default" else Path(str(path))
+    if not path.is_dir():
+        return None
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:
@@ -92,11 +164,12 @@ def run_bench(
     sents: bool = False,
     tags: bool = False,
     decays: Optional[Sequence[float]] = None,
+    text: str = "raw",
 ) -> Dict[str, Any]:
     """Rows of (margin, margin_decay): every margin at every decay (the
     component's own decay when `decays` is None); margin None, which no
     decay changes, once."""
-    nlp = spacy.load(model)
+    nlp = load_pipeline(model)
     found = sparse_components(nlp)
     if not found:
         raise ValueError(f"{model} has no spacy-sparse component")
@@ -108,7 +181,7 @@ def run_bench(
     # of a tagger + parser pipeline); the others run at their own margin
     name, pipe = found[-1]
     references = read_references(nlp, data)
-    docs = bare_docs(nlp, references, sents, tags)
+    docs = input_docs(nlp, references, text, sents, tags)
     n_words = sum(len(d) for d in docs)
     original = pipe.margin, pipe.margin_decay
     settings: List[Tuple[Optional[float], float]] = []
@@ -139,13 +212,19 @@ def run_bench(
     for r in rows:
         r["speedup"] = r["words_per_second"] / base if base else None
     result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data), "words": n_words,
-                              "repeat": repeat, "gold_sentences": sents, "rows": rows}
+                              "text": text, "repeat": repeat, "gold_sentences": sents, "rows": rows,
+                              "pipeline_bytes": directory_bytes(model)}
     if compare:
         other = spacy.load(compare)
-        other_docs = bare_docs(other, references, sents, tags)
+        other_docs = input_docs(other, references, text, sents, tags)
         time_pipe(other, other_docs[:20], 1)
         other_wps = time_pipe(other, other_docs, repeat)
-        result["compare"] = {"model": str(compare), "words_per_second": other_wps}
+        metric = rows[0]["metric"]
+        scores = other.evaluate([Example(d, r) for d, r in zip(input_docs(other, references, text, sents, tags),
+                                                                references)])
+        result["compare"] = {"model": str(compare), "words_per_second": other_wps,
+                             "pipeline_bytes": directory_bytes(compare),
+                             "accuracy": float(scores[metric]) if scores.get(metric) is not None else None}
         for r in rows:
             r["ratio_vs_compare"] = r["words_per_second"] / other_wps
     return result

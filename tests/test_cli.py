@@ -29,10 +29,22 @@ def test_spacy_train_cli_produces_a_loadable_model(trained_dir):
 
 
 def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
-    out = tmp_path / "bench.json"
+    out, plot = tmp_path / "bench.json", tmp_path / "bench.png"
     run("spacy_sparse", "bench", str(trained_dir), str(corpus / "dev.spacy"), "--margins", "none,300,50",
-        "--repeat", "1", "--json", str(out), "--compare", str(trained_dir))
-    rows = json.loads(out.read_text())
+        "--repeat", "1", "--json", str(out), "--compare", str(trained_dir), "--plot", str(plot))
+    result = json.loads(out.read_text())
+    assert result["text"] == "raw" and not result["gold_sentences"]
+    meta = result["meta"]
+    assert meta["command"].startswith("python -m spacy_sparse bench") and meta["commit"] and meta["date"]
+    assert meta["machine"]["cores"] >= 1
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = result["rows"]
+    # raw text: spaCy's tokenizer makes the docs the pipeline sees
+    nlp = spacy.blank("en")
+    refs = list(DocBin().from_disk(corpus / "dev.spacy").get_docs(nlp.vocab))
+    assert result["words"] == sum(len(nlp.make_doc(d.text)) for d in refs)
+    assert result["words"] != sum(len(d) for d in refs)  # this slice has tokens spaCy splits differently
+    assert result["compare"]["accuracy"] == pytest.approx(rows[0]["accuracy"])
     assert [r["margin"] for r in rows] == [None, 300.0, 50.0]
     for r in rows:
         assert {"margin", "accuracy", "templates_per_token", "words_per_second"} <= set(r)
@@ -95,7 +107,7 @@ def test_jackknife_then_parser_config_then_bench(trained_dir, corpus, tmp_path):
     bench = tmp_path / "bench.json"
     run("spacy_sparse", "bench", str(out / "model-last"), str(corpus / "dev.spacy"), "--gold-sents",
         "--margins", "none,20", "--repeat", "1", "--json", str(bench))
-    rows = json.loads(bench.read_text())
+    rows = json.loads(bench.read_text())["rows"]
     assert rows[0]["metric"] == "dep_las" and rows[0]["accuracy"] > 0.3
 
 

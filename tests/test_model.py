@@ -75,3 +75,14 @@ def test_stats_count_what_is_stored(trained):
     assert stats["nonzero_weights"] >= stats["nonzero_features"]
     assert stats["bytes"] == len(trained[1].sparse.to_bytes())
     assert sum(stats["features_per_template"].values()) == stats["nonzero_features"]
+
+
+def test_a_corrupt_file_leaves_the_garbage_collector_on():
+    import gc
+
+    from spacy_sparse import codec
+
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="truncated/corrupt"):
+        codec.loads(b"\xdc\xff\xff")  # an array header claiming 65,535 items, then nothing
+    assert gc.isenabled()

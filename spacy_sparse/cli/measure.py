@@ -28,25 +28,28 @@ def print_rows(result: dict) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..bench import parse_decays, parse_margins, run_bench
+    from ..bench import parse_decays, parse_margins, provenance, run_bench
 
     decays = parse_decays(args.decays) if args.decays else None
+    gold = args.gold_tokens or args.gold_sents or args.gold_tags
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
                        compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
-                       decays=decays)
-    sents = ", gold sentences" if result["gold_sentences"] else ""
-    msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words{sents}, "
+                       decays=decays, text="gold" if gold else "raw")
+    result = {"meta": provenance(), **result}
+    inputs = "gold tokens" + (", gold sentences" if result["gold_sentences"] else "") if gold else \
+        "raw text (spaCy's tokenizer, no sentence boundaries)"
+    msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
     if args.json:
-        keys = ("margin", "margin_decay", "metric", "accuracy", "templates_per_token", "words_per_second", "speedup")
-        rows = [{k: r[k] for k in keys}
-                | ({"ratio_vs_compare": r["ratio_vs_compare"]} if "ratio_vs_compare" in r else {})
-                for r in result["rows"]]
-        srsly.write_json(args.json, rows)
-        if args.json_full:
-            srsly.write_json(args.json_full, result)
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(args.json, result)
         msg.good(f"Wrote {args.json}")
+    if args.plot:
+        from ..plots import plot_bench
+
+        plot_bench([result], Path(args.plot))
+        msg.good(f"Wrote {args.plot}")
     return 0
 
 
@@ -91,11 +94,14 @@ def register(sub) -> None:
     p.add_argument("--component", help="name of the sparse component whose margin varies (default: the last)")
     p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
-    p.add_argument("--gold-sents", action="store_true", help="give the pipeline the gold sentence boundaries")
+    p.add_argument("--gold-tokens", action="store_true",
+                   help="feed the gold tokens instead of raw text through the pipeline's tokenizer")
+    p.add_argument("--gold-sents", action="store_true",
+                   help="gold tokens and the gold sentence boundaries (implies --gold-tokens)")
     p.add_argument("--gold-tags", action="store_true",
-                   help="give the pipeline the data's tag_ (for models that read it, e.g. the chunker's ptag)")
-    p.add_argument("--json", help="write the rows as JSON here")
-    p.add_argument("--json-full", help="also write the full result (machine, compare) here")
+                   help="gold tokens with the data's tag_ (for models that read it, e.g. the chunker's ptag)")
+    p.add_argument("--json", help="write the result (rows, compare, command, commit, date, machine) as JSON here")
+    p.add_argument("--plot", help="draw accuracy and words/s against the margin to this PNG (extra: plots)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("report", help="model statistics per sparse component")

@@ -183,7 +183,7 @@ class SparsePipe(TrainablePipe):
         mode: str,
         scorer: Optional[Callable],
         margin_decay: float = 1.0,
-        learner: str = "perceptron",
+        learner: str = COMMON_DEFAULTS["learner"],
         learn_rate: float = 1.0,
         min_updates: int = 1,
         min_count: int = 1,
@@ -287,7 +287,7 @@ class SparsePipe(TrainablePipe):
 
     @property
     def adagrad(self) -> bool:
-        return self.cfg.get("learner", "perceptron") == "adagrad"
+        return self.cfg.get("learner", COMMON_DEFAULTS["learner"]) == "adagrad"
 
     def reset_usage(self) -> None:
         self.usage = {"tokens": 0, "templates": 0}

@@ -1,0 +1,176 @@
+"""Write the benchmark pages from the JSON that benchmark commands wrote.
+
+    python benchmarks/pages.py            # docs/benchmarks.md and README.md's headline table
+
+Every number on the pages comes from a file in benchmarks/results/, and every table names the command,
+commit, date and machine of the run behind it. Runs of one setting are files `NAME.K.json`
+(K = 1, 2, ...): accuracies must agree (they are deterministic) and words/s is shown as the range
+over the runs. A results file that is missing leaves its section out; it is never filled in by hand.
+"""
+import re
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import srsly
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
+HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->"
+
+# (results stem, section title, what the reader should know about the setting)
+BENCH_SECTIONS = [
+    ("default_raw", "Embedded default on raw text",
+     "`spacy_sparse.load_default()` (the small DC-ADMM tagger the package ships) on EWT test: each document's "
+     "text through spaCy's tokenizer, no sentence boundaries, scored by spaCy's scorer through the alignment "
+     "(what `spacy evaluate` does without `--gold-preproc`). Compared with spaCy's CNN efficiency tagger "
+     "(`configs/cnn_tagger.cfg`) trained on the same data, timed in the same run."),
+    ("tagger_raw", "Trained tagger (`configs/tagger.cfg`) on raw text",
+     "The float tagger `spacy train configs/tagger.cfg` makes, on the same input as above."),
+    ("default_gold", "Embedded default with gold tokens and gold sentences",
+     "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
+    ("tagger_gold", "Trained tagger with gold tokens and gold sentences",
+     "The same setting for the float tagger of `configs/tagger.cfg`."),
+]
+
+
+def runs(stem: str) -> List[Dict[str, Any]]:
+    return [srsly.read_json(p) for p in sorted(RESULTS.glob(f"{stem}.*.json"))]
+
+
+def check_same_accuracy(found: Sequence[Dict[str, Any]], stem: str) -> None:
+    first = [(r["margin"], r["margin_decay"], round(r["accuracy"], 6)) for r in found[0]["rows"]]
+    for other in found[1:]:
+        again = [(r["margin"], r["margin_decay"], round(r["accuracy"], 6)) for r in other["rows"]]
+        if again != first:
+            raise ValueError(f"{stem}: runs disagree on accuracy, so they are not runs of one setting")
+
+
+def span(values: Sequence[float], fmt: str = "{:,.0f}", unit: str = "") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) + unit if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}–{fmt.format(hi)}{unit}"
+
+
+def mb(n: Optional[int]) -> str:
+    return "–" if not n else f"{n / 1e6:.2f} MB"
+
+
+def provenance(found: Sequence[Dict[str, Any]]) -> str:
+    lines = []
+    for k, run in enumerate(found, 1):
+        meta = run.get("meta", {})
+        m = meta.get("machine", {})
+        lines.append(f"- run {k}: `{meta.get('command', '?')}` at commit `{meta.get('commit', '?')}`, "
+                     f"{meta.get('date', '?')}; {m.get('cores', '?')} cores ({m.get('cpu', '?')}), "
+                     f"{m.get('memory_gib', '?')} GiB, Python {m.get('python', '?')}, spaCy {m.get('spacy', '?')}, "
+                     f"numba {m.get('numba', '?')}")
+    return "\n".join(lines)
+
+
+def bench_table(found: Sequence[Dict[str, Any]]) -> str:
+    first = found[0]
+    metric = first["rows"][0]["metric"]
+    has_cmp = "compare" in first
+    head = ["margin", "decay", metric, "templates/token", "words/s", "vs margin none"] + (["vs compared"] if has_cmp else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, row in enumerate(first["rows"]):
+        wps = [run["rows"][i]["words_per_second"] for run in found]
+        ups = [run["rows"][i]["speedup"] for run in found if run["rows"][i]["speedup"]]
+        cells = ["none" if row["margin"] is None else f"{row['margin']:g}",
+                 "–" if row["margin"] is None else f"{row['margin_decay']:g}",
+                 f"{100 * row['accuracy']:.2f}", f"{row['templates_per_token']:.2f}", span(wps),
+                 span(ups, "{:.2f}", "×") if ups else "–"]
+        if has_cmp:
+            cells.append(span([run["rows"][i]["ratio_vs_compare"] for run in found], "{:.1f}", "×"))
+        lines.append("| " + " | ".join(cells) + " |")
+    text = "\n".join(lines)
+    words = f"{first['words']:,} words, " + ("raw text" if first.get("text") == "raw" else "gold tokens") + \
+        (", gold sentences" if first.get("gold_sentences") else "")
+    text += f"\n\n`{first['model']}` ({mb(first.get('pipeline_bytes'))} on disk), {words}, best of {first['repeat']} " \
+            f"timings per run, {len(found)} run(s)."
+    if has_cmp:
+        c = [run["compare"] for run in found]
+        acc = c[0].get("accuracy")
+        text += f" Compared: `{c[0]['model']}` ({mb(c[0].get('pipeline_bytes'))}), " \
+                f"{metric} {100 * acc:.2f}, " if acc is not None else f" Compared: `{c[0]['model']}`, "
+        text += f"{span([x['words_per_second'] for x in c])} words/s."
+    return text
+
+
+def sparsity_table(data: Dict[str, Any]) -> str:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.sparsity import markdown
+
+    return markdown(data["rows"])
+
+
+def page() -> str:
+    parts = ["# Benchmarks", "",
+             "Generated by `python benchmarks/pages.py` from the JSON in `benchmarks/results/`; do not edit by hand.",
+             "Speeds are words per second of `nlp.pipe` over pre-made docs in one process (tokenizer not timed), "
+             "the best of several timings; ratios are taken within one run, because these machines are noisy.", ""]
+    for stem, title, about in BENCH_SECTIONS:
+        found = runs(stem)
+        if not found:
+            continue
+        check_same_accuracy(found, stem)
+        parts += [f"## {title}", "", about, "", bench_table(found), "", provenance(found), ""]
+    for path in sorted(RESULTS.glob("sparsity_*.json")):
+        data = srsly.read_json(path)
+        parts += [f"## Sparsity table: {data['table']}", "",
+                  f"`python benchmarks/sparsity.py {data['table']} ...` (see [sparsity.md](sparsity.md) for the "
+                  "methods and `project.yml` for the corpora).", "", sparsity_table(data), "", provenance([data]), ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def headline() -> Optional[str]:
+    """README's table: accuracy on raw text (then gold tokens), words/s against the CNN, size."""
+    rows, meta = [], {}
+    for stem, name in (("default_raw", "embedded default (`load_default()`)"),
+                       ("tagger_raw", "`configs/tagger.cfg`")):
+        found = runs(stem)
+        if not found:
+            continue
+        first = found[0]
+        none = next(i for i, r in enumerate(first["rows"]) if r["margin"] is None)
+        gold = runs(stem.replace("_raw", "_gold"))
+        gold_acc = f"{100 * gold[0]['rows'][none]['accuracy']:.2f}" if gold else "–"
+        ratio = span([r["rows"][none]["ratio_vs_compare"] for r in found], "{:.1f}", "×") if "compare" in first else "–"
+        rows.append(f"| {name} | {100 * first['rows'][none]['accuracy']:.2f} | {gold_acc} | "
+                    f"{span([r['rows'][none]['words_per_second'] for r in found])} | {ratio} | "
+                    f"{mb(first.get('pipeline_bytes'))} |")
+        cnn = first.get("compare")
+        meta = meta or first.get("meta", {})
+    if not rows:
+        return None
+    table = ["| tagger, EWT test | tag acc, raw text | tag acc, gold tokens + sentences | words/s | vs spaCy CNN | "
+             "size |", "|---|---|---|---|---|---|", *rows]
+    if cnn and cnn.get("accuracy") is not None:
+        table.append(f"| spaCy CNN tagger (`configs/cnn_tagger.cfg`) | {100 * cnn['accuracy']:.2f} | – | "
+                     f"{cnn['words_per_second']:,.0f} | 1× | {mb(cnn.get('pipeline_bytes'))} |")
+    m = meta.get("machine", {})
+    table.append("")
+    table.append(f"Margin none (every template). {m.get('cores', '?')}-core {m.get('cpu', '?')}, {meta.get('date', '?')}, "
+                 f"commit `{meta.get('commit', '?')}`; words/s is the range over the runs; commands and the other "
+                 "margins: [docs/benchmarks.md](docs/benchmarks.md).")
+    return "\n".join(table)
+
+
+def main() -> int:
+    PAGE.parent.mkdir(parents=True, exist_ok=True)
+    PAGE.write_text(page(), encoding="utf8")
+    print(f"Wrote {PAGE}")
+    table = headline()
+    text = README.read_text(encoding="utf8")
+    if table and HEADLINE_START in text:
+        block = f"{HEADLINE_START}\n{table}\n{HEADLINE_END}"
+        text = re.sub(re.escape(HEADLINE_START) + ".*?" + re.escape(HEADLINE_END), lambda _m: block, text, flags=re.S)
+        README.write_text(text, encoding="utf8")
+        print(f"Updated the headline table in {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""The model file format: SparseLinearModel <-> a msgpack-able dict.
+
+Format 4 (what `encode` writes; `decode` reads versions 1-4):
+
+- `format`, `version`, `templates` (names), `labels`, `template_features`
+  (features per template, in template order);
+- `feature_key`: each template's 32-bit keys, sorted, stored as steps (the
+  first whole), zipped;
+- weights, either `weights = "float"`: `row_length`, `row_label`,
+  `row_value` (each nonzero row's labels and float values), or
+  `weights = "grouped"`: a `codebook` of at most MAX_CODEBOOK values and
+  `row_entry`, one integer per weight packing the label's step within its
+  row with the weight's code; identical rows may be stored once, with
+  `feature_row` giving each feature's row;
+- `class_keys`, `class_values`: the ambiguity classes of the `amb` atom.
+
+Integer arrays are zlib-compressed byte plane by byte plane. Decoding is
+data only: every field's type, length and range is checked, and declared
+sizes bound what is inflated, so a corrupt or hostile file is a ValueError.
+"""
+import zlib
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from .kernels.hashing import fold_keys
+
+if TYPE_CHECKING:
+    from .model import SparseLinearModel
+
+FORMAT_NAME = "spacy-sparse-linear"
+FORMAT_VERSION = 4
+# versions 1 (float weights only) and 2 (64-bit keys) still load; their keys
+# are folded to 32 bits as the kernels now make them. Version 3 stored keys
+# whole and codes as (label, code); version 4 stores both as steps.
+READ_VERSIONS = (1, 2, 3, 4)
+UINTS = (np.uint8, np.uint16, np.uint32, np.uint64)
+# most distinct weights a grouped file holds (codes fit in one byte)
+MAX_CODEBOOK = 256
+
+
+def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[str, Any]:
+    """The saved form: nonzero rows only, grouped by template, each row
+    as (label, value) pairs. Weights from a small set (DC-ADMM's, QT's)
+    are written grouped: a codebook of the distinct values and one small
+    code per weight, label and code packed into one integer; identical
+    rows are stored once when that is smaller; templates left without
+    features are dropped. grouped=None decides by the number of
+    distinct values (at most MAX_CODEBOOK).
+
+    Within a template, features are sorted by key and the keys stored
+    as steps (the first whole): a set of random 32-bit keys then takes
+    about 20 bits a key instead of 32. A row's labels climb, so a
+    grouped row stores label steps too, which zlib packs tighter."""
+    ptr, lab, val = model.compact()
+    keys_of_row = model.keys_of_rows()
+    row_len = np.diff(ptr)
+    keep = np.flatnonzero(row_len > 0)
+    keep = keep[np.lexsort((keys_of_row[keep], model.row_tpl[keep]))]
+    row_len = row_len[keep]
+    take = _gather_ranges(ptr[keep], row_len)
+    counts = np.bincount(model.row_tpl[keep], minlength=len(model.templates)).astype(np.int64)
+    values = val[take].astype(np.float32)
+    codebook = np.unique(values)
+    if grouped is None:
+        grouped = codebook.size <= MAX_CODEBOOK
+    elif grouped and codebook.size > MAX_CODEBOOK:
+        raise ValueError(f"{codebook.size} distinct weights: a grouped file holds at most {MAX_CODEBOOK}")
+    templates = model.template_names
+    if grouped:
+        alive = counts > 0
+        templates = [t for t, a in zip(templates, alive) if a]
+        counts = counts[alive]
+    class_keys = np.array(sorted(model.lex_classes), dtype=np.uint64)
+    out: Dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "templates": templates,
+        "labels": list(model.labels),
+        # features are stored grouped by template, in template order
+        "template_features": counts,
+        "feature_key": _zipped(_steps_within(keys_of_row[keep].astype(np.int64), counts)),
+        # sorted 64-bit hashes, stored as steps (uint64 arithmetic)
+        "class_keys": _zipped(np.diff(class_keys, prepend=np.uint64(0))),
+        # few distinct values: whole 8-byte repeats zip best
+        "class_values": _zipped(np.array([model.lex_classes[k] for k in class_keys.tolist()], dtype=np.uint64),
+                                planes=False),
+    }
+    if not grouped:
+        label_dtype = np.uint8 if model.n_labels <= 256 else np.uint16
+        out.update(weights="float", row_length=row_len.astype(_len_dtype(model.n_labels)),
+                   row_label=lab[take].astype(label_dtype), row_value=values)
+        return out
+    n_codes = max(1, codebook.size)
+    labels = lab[take].astype(np.int64)
+    steps = _steps_within(labels, row_len.astype(np.int64)).astype(np.int64)
+    if _names_a_label_twice(steps, row_len):
+        raise ValueError("A row names one label twice")  # compact() never makes such rows
+    entries = steps * n_codes + np.searchsorted(codebook, values)
+    out.update(weights="grouped", codebook=codebook)
+    # codes are few and skewed: zlib (stdlib, data only) stores them in
+    # about a third of their bytes
+    out.update(_rows_grouped(row_len, entries, model.n_labels * n_codes))
+    return out
+
+
+def decode(msg: Any) -> "SparseLinearModel":
+    """Rebuild a model from `encode` output; any mismatch is a ValueError."""
+    _check_format(msg)
+    from .model import SparseLinearModel
+
+    model = SparseLinearModel(msg["templates"], msg["labels"])
+    n_tpl, n_labels = len(model.templates), len(model.labels)
+    counts = _array(msg, "template_features", (np.int64,), 1)
+    version = msg["version"]
+    key_types = {1: (np.uint64,), 2: (np.uint64,), 3: (np.uint32,)}.get(version, UINTS)
+    keys = _array(msg, "feature_key", key_types, 1)
+    n = keys.shape[0]
+    if counts.shape[0] != n_tpl or np.any(counts < 0) or counts.sum() != n:
+        raise ValueError("Corrupt model: feature counts per template do not add up")
+    if version >= 4:
+        keys = _index_from_steps(keys.astype(np.int64), counts)
+        if n and (keys.min() < 0 or keys.max() >= 2 ** 32):
+            raise ValueError("Corrupt model: feature keys out of range")
+    keys = keys.astype(np.uint64)
+    row_len, lab, val = _read_rows(msg, n_labels, counts)
+    if row_len.shape[0] != n or lab.shape[0] != val.shape[0] or int(row_len.sum()) != lab.shape[0]:
+        raise ValueError("Corrupt model: feature arrays disagree in length")
+    tpl = np.repeat(np.arange(n_tpl, dtype=np.int32), counts)
+    if version < 3 and n:
+        keys, tpl, row_len, lab, val = _fold_legacy(keys, tpl, row_len, lab, val)
+        counts = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
+        n = keys.shape[0]
+    if lab.size and (int(lab.max()) >= n_labels or int(lab.min()) < 0):
+        raise ValueError("Corrupt model: a weight names a label that does not exist")
+    if np.any(keys == 0) or not np.all(np.isfinite(val)):
+        raise ValueError("Corrupt model: invalid feature keys or weights")
+    if not model.load_features(tpl, keys, row_len, lab, val):
+        raise ValueError("Corrupt model: duplicate features")
+    class_keys = _array(msg, "class_keys", (np.uint64,), 1)
+    class_values = _array(msg, "class_values", (np.uint64,), 1)
+    if version >= 4:
+        class_keys = np.cumsum(class_keys, dtype=np.uint64)
+    if class_keys.shape != class_values.shape:
+        raise ValueError("Corrupt model: ambiguity class arrays disagree in length")
+    model.lex_classes = dict(zip(class_keys.tolist(), class_values.tolist()))
+    return model
+
+
+def dumps(msg: Dict[str, Any]) -> bytes:
+    import srsly
+
+    return srsly.msgpack_dumps(msg)
+
+
+def loads(data: bytes) -> Any:
+    """msgpack bytes -> data, every failure a ValueError."""
+    import gc
+
+    import srsly
+
+    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) == 0:
+        raise ValueError("Not a spacy-sparse model: empty or not bytes")
+    collecting = gc.isenabled()
+    try:
+        return srsly.msgpack_loads(bytes(data))
+    except Exception as err:  # msgpack raises several unrelated types
+        # srsly turns the garbage collector off while it decodes and does
+        # not turn it back on when decoding fails
+        if collecting:
+            gc.enable()
+        raise ValueError(f"Not a spacy-sparse model, or the file is truncated/corrupt ({type(err).__name__}: {err})") from None
+
+
+def _check_format(msg: Any) -> None:
+    if not isinstance(msg, dict) or msg.get("format") != FORMAT_NAME:
+        raise ValueError(f"Not a spacy-sparse model: expected format {FORMAT_NAME!r}")
+    if msg.get("version") not in READ_VERSIONS:
+        raise ValueError(
+            f"Unsupported spacy-sparse model version {msg.get('version')!r}; this build reads versions {READ_VERSIONS}"
+        )
+    if not isinstance(msg.get("templates"), list) or not all(isinstance(t, str) for t in msg["templates"]):
+        raise ValueError("Corrupt model: 'templates' must be a list of strings")
+    if not isinstance(msg.get("labels"), list) or not all(isinstance(t, str) for t in msg["labels"]):
+        raise ValueError("Corrupt model: 'labels' must be a list of strings")
+
+
+def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int) -> np.ndarray:
+    arr = msg.get(name)
+    if isinstance(arr, dict):
+        arr = _unzipped(arr, name)
+    if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.dtype not in [np.dtype(d) for d in dtypes]:
+        raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
+    return arr
+
+def _len_dtype(n_labels: int):
+    return np.uint8 if n_labels < 256 else np.uint16
+
+
+def _index_dtype(top: int):
+    """The smallest unsigned type holding 0..top."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return dt
+    return np.uint64
+
+
+def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> Dict[str, Dict[str, Any]]:
+    """Rows of packed (label step, code) entries, zipped; identical rows
+    are stored once (with an index per feature) when that zips smaller."""
+    entry_dt = _index_dtype(max(0, n_entries - 1))
+    len_dt = _index_dtype(int(row_len.max()) if row_len.size else 0)
+    plain = {"row_length": _zipped(row_len.astype(len_dt)), "row_entry": _zipped(entries.astype(entry_dt))}
+    if row_len.size < 2:
+        return plain
+    same = _same_rows(row_len, entries)
+    if same is None:
+        return plain
+    first, index = same
+    # distinct rows in lexicographic order: neighbours then look alike,
+    # which zlib rewards (a quarter fewer bytes than hash order)
+    starts = _row_starts(row_len)
+    u_len = row_len[first]
+    mat = np.full((first.size, int(u_len.max())), n_entries, dtype=np.int64)
+    mat[np.repeat(np.arange(first.size), u_len), _positions_in_rows(u_len)] = entries[_gather_ranges(starts[first], u_len)]
+    order = np.lexsort(mat.T[::-1])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    first, index = first[order], rank[index]
+    u_len = row_len[first]
+    merged = {"row_length": _zipped(u_len.astype(len_dt)),
+              "row_entry": _zipped(entries[_gather_ranges(starts[first], u_len)].astype(entry_dt)),
+              "feature_row": _zipped(index.astype(_index_dtype(first.size - 1)))}
+    return merged if _zipped_bytes(merged) < _zipped_bytes(plain) else plain
+
+
+def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """(first, index): the distinct rows (by their first feature) and each
+    feature's distinct row. Rows are told apart by a 64-bit hash of their
+    entries and then compared in full; None if two rows share a hash (the
+    caller then stores every row)."""
+    starts = _row_starts(row_len)
+    _, first, index = np.unique(_row_hashes(row_len, entries), return_index=True, return_inverse=True)
+    index = index.reshape(-1)
+    rep_len = row_len[first][index]
+    if np.any(rep_len != row_len) or np.any(entries[_gather_ranges(starts[first][index], rep_len)] != entries):
+        return None
+    return first, index
+
+
+def _row_hashes(row_len: np.ndarray, entries: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each (nonempty) row: its entries times fixed odd
+    multipliers by position, summed, plus its length."""
+    mults = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=int(row_len.max()), dtype=np.uint64) | np.uint64(1)
+    starts = _row_starts(row_len)
+    with np.errstate(over="ignore"):
+        mixed = (entries.astype(np.uint64) + np.uint64(1)) * mults[_positions_in_rows(row_len)]
+        return np.add.reduceat(mixed, starts) + row_len.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+
+
+def _row_starts(row_len: np.ndarray) -> np.ndarray:
+    """Where each row begins in the concatenated entries."""
+    starts = np.zeros(row_len.size, dtype=np.int64)
+    np.cumsum(row_len[:-1], dtype=np.int64, out=starts[1:])
+    return starts
+
+
+def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
+    """0, 1, .., len-1 for each row, concatenated."""
+    starts = _row_starts(row_len)
+    return np.arange(int(row_len.sum())) - np.repeat(starts, row_len)
+
+
+def _steps_within(index: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Values sorted within each group (`counts` values a group) -> their
+    steps, the first of each group kept whole; all >= 0."""
+    steps = np.diff(index, prepend=0)
+    starts = np.cumsum(counts)[:-1]
+    starts = starts[counts[1:] > 0] if starts.size else starts
+    steps[starts] = index[starts]
+    return steps.astype(_index_dtype(int(steps.max()) if steps.size else 0))
+
+
+def _names_a_label_twice(label_steps: np.ndarray, row_len: np.ndarray) -> bool:
+    """Whether a row's label steps (the first whole) repeat a label: a zero
+    step anywhere but at a row's start."""
+    return bool(label_steps.size and np.any(label_steps[_positions_in_rows(row_len) > 0] == 0))
+
+
+def _index_from_steps(steps: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Inverse of _steps_within."""
+    total = np.cumsum(steps)
+    starts = np.cumsum(counts) - counts
+    # each template's first step is whole: subtract the sum before it
+    before = np.where(starts > 0, total[np.maximum(starts - 1, 0)], 0) if total.size else np.zeros_like(counts)
+    return total - np.repeat(before, counts)
+
+
+def _fold_legacy(keys, tpl, row_len, lab, val):
+    """64-bit keys of a version 1/2 file folded to 32 bits; where two
+    features of a template now share a key (rare), the first one stays."""
+    keys = fold_keys(keys)
+    _, first = np.unique((tpl.astype(np.uint64) << np.uint64(32)) | keys, return_index=True)
+    if first.size == keys.size:
+        return keys, tpl, row_len, lab, val
+    keep = np.sort(first)
+    starts = _row_starts(row_len)
+    take = _gather_ranges(starts[keep], row_len[keep].astype(np.int64))
+    return keys[keep], tpl[keep], row_len[keep], lab[take], val[take]
+
+
+def _zipped(arr: np.ndarray, planes: bool = True) -> Dict[str, Any]:
+    """A 1-d unsigned array, zlib-compressed. With `planes`, its bytes go
+    plane by plane (all low bytes, then the next...): the high bytes of
+    small numbers are mostly zero and pack to almost nothing."""
+    arr = np.ascontiguousarray(arr)
+    raw = arr.view(np.uint8).reshape(-1, arr.dtype.itemsize).T.tobytes() if planes else arr.tobytes()
+    return {"zlib": zlib.compress(raw, 6), "dtype": arr.dtype.str, "size": int(arr.size), "planes": planes}
+
+
+def _zipped_bytes(fields: Dict[str, Dict[str, Any]]) -> int:
+    return sum(len(f["zlib"]) for f in fields.values())
+
+
+def _unzipped(field: Dict[str, Any], name: str) -> np.ndarray:
+    """A 1-d array stored by _zipped (version 3: without planes). The
+    declared size bounds what is inflated, so a corrupt or hostile file
+    cannot exhaust memory."""
+    data, dtype, size = field.get("zlib"), field.get("dtype"), field.get("size")
+    planes = field.get("planes", False)
+    if not isinstance(data, bytes) or dtype not in ("|u1", "<u2", "<u4", "<u8") or not isinstance(size, int) \
+            or not isinstance(planes, bool):
+        raise ValueError(f"Corrupt model: field {name!r} is not a valid compressed array")
+    width = np.dtype(dtype).itemsize
+    n_bytes = size * width
+    if size < 0 or n_bytes > 1100 * len(data) + 64:  # beyond what zlib can reach
+        raise ValueError(f"Corrupt model: field {name!r} declares an impossible size")
+    inflate = zlib.decompressobj()
+    try:
+        raw = inflate.decompress(data, n_bytes)
+    except zlib.error as err:
+        raise ValueError(f"Corrupt model: field {name!r} does not inflate ({err})") from None
+    if len(raw) != n_bytes or not inflate.eof or inflate.unconsumed_tail:
+        raise ValueError(f"Corrupt model: field {name!r} has the wrong length")
+    flat = np.frombuffer(raw, dtype=np.uint8)
+    if planes:
+        flat = np.ascontiguousarray(flat.reshape(width, size).T)
+    return flat.view(dtype).reshape(size).copy()
+
+
+def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row_length, label, value) per feature from either weight layout."""
+    version = msg.get("version")
+    if version == 1 or msg.get("weights") == "float":
+        return (_array(msg, "row_length", (np.uint8, np.uint16), 1),
+                _array(msg, "row_label", (np.uint8, np.uint16), 1),
+                _array(msg, "row_value", (np.float32,), 1))
+    if msg.get("weights") != "grouped":
+        raise ValueError(f"Corrupt model: unknown weight layout {msg.get('weights')!r}")
+    codebook = _array(msg, "codebook", (np.float32,), 1)
+    row_len = _array(msg, "row_length", UINTS, 1).astype(np.int64)
+    entries = _array(msg, "row_entry", UINTS, 1).astype(np.int64)
+    n_codes = max(1, codebook.size)
+    if int(row_len.sum()) != entries.size or (row_len.size and row_len.min() < 1):
+        raise ValueError("Corrupt model: feature arrays disagree in length")
+    if entries.size and int(entries.max()) >= n_labels * n_codes:
+        raise ValueError("Corrupt model: a weight code is out of range")
+    labels, codes = entries // n_codes, entries % n_codes
+    if version >= 4:  # label steps within each row, the first whole
+        if _names_a_label_twice(labels, row_len):
+            raise ValueError("Corrupt model: a row names one label twice")
+        labels = _index_from_steps(labels, row_len)
+    n_features = int(counts.sum())
+    if "feature_row" in msg:
+        index = _array(msg, "feature_row", UINTS, 1).astype(np.int64)
+        if version == 3 and index.size == n_features:
+            index = _index_from_steps(index, counts)
+        if index.size != n_features or (index.size and (int(index.max()) >= row_len.size or index.min() < 0)):
+            raise ValueError("Corrupt model: feature rows out of range")
+        take = _gather_ranges(_row_starts(row_len)[index], row_len[index])
+        labels, codes, row_len = labels[take], codes[take], row_len[index]
+    return row_len, labels, codebook[codes] if codebook.size else np.zeros(0, np.float32)
+
+
+def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated aranges [starts[i], starts[i] + lengths[i])."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - _row_starts(lengths), lengths)
+    return offsets + np.arange(total)
