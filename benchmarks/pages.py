@@ -127,7 +127,9 @@ def page() -> str:
 
 def headline() -> Optional[str]:
     """README's table: accuracy on raw text (then gold tokens), words/s against the CNN, size."""
-    rows, meta = [], {}
+    rows: List[str] = []
+    meta: Dict[str, Any] = {}
+    cnn: Optional[Dict[str, Any]] = None
     for stem, name in (("default_raw", "embedded default (`load_default()`)"),
                        ("tagger_raw", "`configs/tagger.cfg`")):
         found = runs(stem)
@@ -141,7 +143,8 @@ def headline() -> Optional[str]:
         rows.append(f"| {name} | {100 * first['rows'][none]['accuracy']:.2f} | {gold_acc} | "
                     f"{span([r['rows'][none]['words_per_second'] for r in found])} | {ratio} | "
                     f"{mb(first.get('pipeline_bytes'))} |")
-        cnn = first.get("compare")
+        if "compare" in first and cnn is None:
+            cnn = dict(first["compare"], words=span([r["compare"]["words_per_second"] for r in found]))
         meta = meta or first.get("meta", {})
     if not rows:
         return None
@@ -149,7 +152,7 @@ def headline() -> Optional[str]:
              "size |", "|---|---|---|---|---|---|", *rows]
     if cnn and cnn.get("accuracy") is not None:
         table.append(f"| spaCy CNN tagger (`configs/cnn_tagger.cfg`) | {100 * cnn['accuracy']:.2f} | – | "
-                     f"{cnn['words_per_second']:,.0f} | 1× | {mb(cnn.get('pipeline_bytes'))} |")
+                     f"{cnn['words']} | 1× | {mb(cnn.get('pipeline_bytes'))} |")
     m = meta.get("machine", {})
     table.append("")
     table.append(f"Margin none (every template). {m.get('cores', '?')}-core {m.get('cpu', '?')}, {meta.get('date', '?')}, "

@@ -119,3 +119,45 @@ def bare(ref, sents=True):
     from spacy_sparse.readers import bare_copy
 
     return bare_copy(ref, sents)
+
+
+CHUNKS = SHARED / "conll2000-chunking"
+
+
+@pytest.fixture(scope="module")
+def small_tagger(ewt_refs):
+    """A tagger trained for one epoch on 120 EWT docs."""
+    return train_tagger(ewt_refs["train"][:120], epochs=1)
+
+
+def run_epochs(nlp, callback, train, epochs, after_epoch=None):
+    """spaCy's loop in small: the callback before every update, `epoch` as spaCy counts it."""
+    for epoch in range(epochs):
+        for i in range(0, len(train), 16):
+            callback(nlp, {"epoch": epoch, "step": i})
+            nlp.update(train[i:i + 16])
+        if after_epoch is not None:
+            after_epoch(epoch)
+
+
+def spacy_train(config, train, dev, out, *overrides):
+    """`python -m spacy train CONFIG` on these paths; returns its output."""
+    return run("spacy", "train", str(config), "--output", str(out), "--paths.train", str(train),
+               "--paths.dev", str(dev), *overrides)
+
+
+@pytest.fixture(scope="module")
+def chunk_corpus(tmp_path_factory):
+    """600 training and 150 test sentences of CoNLL-2000 as .spacy files."""
+    from itertools import islice
+
+    from spacy.tokens import DocBin
+
+    from spacy_sparse.readers import chunk_docs
+
+    need(CHUNKS)
+    out = tmp_path_factory.mktemp("chunk")
+    vocab = spacy.blank("en").vocab
+    DocBin(docs=list(islice(chunk_docs(vocab, CHUNKS / "train.txt"), 600))).to_disk(out / "train.spacy")
+    DocBin(docs=list(islice(chunk_docs(vocab, CHUNKS / "test.txt"), 150))).to_disk(out / "test.spacy")
+    return out

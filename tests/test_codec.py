@@ -1,0 +1,155 @@
+"""The model file format: grouped weights, older versions, rows merged exactly, corrupt files."""
+import numpy as np
+import pytest
+import spacy
+from conftest import to_examples, train_tagger
+
+from spacy_sparse.kernels.hashing import fold_keys
+from spacy_sparse.learn.admm import AdmmSettings, quantize
+from spacy_sparse.model import SparseLinearModel
+
+
+def test_grouped_file_round_trips_to_identical_predictions(small_tagger, ewt_refs, tmp_path):
+    nlp, tagger = small_tagger
+    float_parts = tagger.sparse.part_bytes(grouped=False)
+    quantize(tagger.sparse, AdmmSettings(zeta=4))
+    msg = tagger.sparse.to_dict()
+    assert msg["weights"] == "grouped" and msg["codebook"].size <= 8
+    assert "feature_row" in msg  # rows shared by several features are stored once
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:40])]
+    before = tagger.predict(docs)[0]
+    nlp.to_disk(tmp_path / "m")
+    loaded = spacy.load(tmp_path / "m")
+    after = loaded.get_pipe("sparse_tagger").predict([d.copy() for d in docs])[0]
+    assert np.array_equal(before, after)
+    stats = loaded.get_pipe("sparse_tagger").sparse.stats()
+    assert stats["distinct_weights"] <= 8
+    # the weights themselves (not the feature keys) take under half the bytes
+    parts = loaded.get_pipe("sparse_tagger").sparse.part_bytes()
+    weights = sum(n for k, n in parts.items() if k.startswith(("row_", "feature_row", "codebook")))
+    float_weights = sum(n for k, n in float_parts.items() if k.startswith("row_"))
+    assert weights < float_weights / 2
+    assert stats["bytes"] < sum(float_parts.values())
+
+
+def _older(msg, version):
+    """A version 1-3 float file with the content of a version 4 one: keys
+    and ambiguity classes whole, not as zipped steps."""
+    from spacy_sparse.codec import _index_from_steps, _unzipped
+
+    keys = _index_from_steps(_unzipped(msg["feature_key"], "k").astype(np.int64), msg["template_features"])
+    old = dict(msg, version=version, feature_key=keys.astype(np.uint32 if version == 3 else np.uint64),
+               class_keys=np.cumsum(_unzipped(msg["class_keys"], "c"), dtype=np.uint64),
+               class_values=_unzipped(msg["class_values"], "v"))
+    if version == 1:
+        del old["weights"]
+    return old
+
+
+def test_float_files_and_older_versions_still_load(ewt_refs):
+    import srsly
+
+    _, tagger = train_tagger(ewt_refs["train"][:40], epochs=1)
+    msg = tagger.sparse.to_dict(grouped=False)
+    assert msg["weights"] == "float" and msg["version"] == 4
+    # files before version 3 hold 64-bit keys; with zero high bits they fold to themselves
+    for version in (1, 2, 3):
+        again = SparseLinearModel.from_bytes(srsly.msgpack_dumps(_older(msg, version)))
+        assert again.to_bytes() == tagger.sparse.to_bytes()
+        assert again.lex_classes == tagger.sparse.lex_classes
+
+
+def test_version_3_grouped_files_still_load():
+    import srsly
+
+    from spacy_sparse.codec import _zipped
+
+    # three features of one template; version 3 packed label * n_codes + code,
+    # shared rows, and the row index as steps in (row, key) order
+    codebook = np.array([-0.5, 0.5], dtype=np.float32)
+    v3 = {"format": "spacy-sparse-linear", "version": 3, "templates": ["lower@0"], "labels": ["A", "B", "C"],
+          "template_features": np.array([3]), "feature_key": np.array([7, 99, 12], dtype=np.uint32),
+          "class_keys": np.zeros(0, np.uint64), "class_values": np.zeros(0, np.uint64),
+          "weights": "grouped", "codebook": codebook,
+          "row_length": {**_zipped(np.array([1, 2], np.uint8), planes=False)},
+          "row_entry": {**_zipped(np.array([1 * 2 + 1, 0 * 2 + 0, 2 * 2 + 1], np.uint8), planes=False)},
+          "feature_row": {**_zipped(np.array([0, 0, 1], np.uint8), planes=False)}}
+    for field in ("row_length", "row_entry", "feature_row"):
+        del v3[field]["planes"]  # version 3 had no such flag
+    def weights_by_key(model):
+        ptr, lab, val = model.compact()
+        return {int(k): list(zip(lab[ptr[r]:ptr[r + 1]].tolist(), val[ptr[r]:ptr[r + 1]].tolist()))
+                for r, k in enumerate(model.keys_of_rows())}
+
+    model = SparseLinearModel.from_bytes(srsly.msgpack_dumps(v3))
+    assert weights_by_key(model) == {7: [(1, 0.5)], 99: [(1, 0.5)], 12: [(0, -0.5), (2, 0.5)]}
+    back = SparseLinearModel.from_bytes(model.to_bytes())
+    assert back.to_dict()["version"] == 4 and weights_by_key(back) == weights_by_key(model)
+
+
+def test_rows_are_merged_exactly_even_when_hashes_collide(monkeypatch):
+    from spacy_sparse import model as model_mod
+
+    row_len = np.array([2, 1, 2, 2, 1])
+    entries = np.array([3, 5, 7, 3, 5, 1, 2, 7])
+    first, index = model_mod._same_rows(row_len, entries)
+    assert np.array_equal(index[[0, 2]], [index[0]] * 2) and np.array_equal(index[[1, 4]], [index[1]] * 2)
+    assert len(set(index.tolist())) == 3
+    # if every row hashed alike, the full comparison must refuse to merge
+    monkeypatch.setattr(model_mod, "_row_hashes", lambda lens, _: np.zeros(lens.size, dtype=np.uint64))
+    assert model_mod._same_rows(row_len, entries) is None
+
+
+def test_version_2_keys_that_fold_together_keep_the_first(ewt_refs):
+    import srsly
+
+    _, tagger = train_tagger(ewt_refs["train"][:40], epochs=1)
+    msg = _older(tagger.sparse.to_dict(grouped=False), 2)
+    keys = msg["feature_key"].copy()
+    assert msg["template_features"][0] >= 2
+    # a 64-bit key whose fold equals the first key of template 0
+    high = np.uint64(0xABCDEF)
+    keys[1] = (high << np.uint64(32)) | (keys[0] ^ high)
+    assert fold_keys(keys[:2])[1] == keys[0]
+    loaded = SparseLinearModel.from_bytes(srsly.msgpack_dumps(dict(msg, feature_key=keys)))
+    back = _older(loaded.to_dict(grouped=False), 2)
+    assert back["feature_key"].size == keys.size - 1
+    assert back["template_features"][0] == msg["template_features"][0] - 1
+    n0 = int(msg["row_length"][0])
+    assert np.array_equal(back["row_value"][:n0], msg["row_value"][:n0])  # the first one's weights
+
+
+def test_corrupt_grouped_file_fails_clearly(small_tagger):
+    import srsly
+
+    from spacy_sparse.codec import _unzipped, _zipped
+
+    _, tagger = small_tagger
+    quantize(tagger.sparse, AdmmSettings(zeta=4))  # (again, if the round-trip test ran first)
+    msg = tagger.sparse.to_dict(grouped=True)
+    entries = _unzipped(msg["row_entry"], "row_entry")
+    bad = dict(msg, row_entry=_zipped((entries.astype(np.int64) + 10 ** 6).astype(np.uint32)))
+    with pytest.raises(ValueError, match="Corrupt model"):
+        SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))
+    zipped = msg["row_entry"]
+    for field in (dict(zipped, zlib=zipped["zlib"][:-5]),          # truncated
+                  dict(zipped, zlib=b"not zlib at all"),
+                  dict(zipped, size=zipped["size"] + 1),            # inflates short
+                  dict(zipped, size=10 ** 12),                      # a bomb's claim
+                  dict(zipped, dtype="<f8")):
+        with pytest.raises(ValueError, match="Corrupt model"):
+            SparseLinearModel.from_bytes(srsly.msgpack_dumps(dict(msg, row_entry=field)))
+    n_keys = _unzipped(msg["feature_key"], "feature_key").size
+    codes = entries.astype(np.int64) % msg["codebook"].size  # every label step 0: a label named twice
+    for field, arr in (("feature_key", np.full(n_keys, 2 ** 31, np.uint32)),  # keys climb past 32 bits
+                       ("row_entry", codes.astype(entries.dtype))):
+        with pytest.raises(ValueError, match="Corrupt model"):
+            SparseLinearModel.from_bytes(srsly.msgpack_dumps(dict(msg, **{field: _zipped(arr)})))
+    with pytest.raises(ValueError, match="Corrupt model"):
+        SparseLinearModel.from_bytes(srsly.msgpack_dumps(dict(msg, row_entry=dict(zipped, planes="yes"))))
+    bad = dict(msg, weights="zip")
+    with pytest.raises(ValueError, match="weight layout"):
+        SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))
+
+
+# ---- callbacks through spacy train -----------------------------------------------------------
