@@ -26,53 +26,33 @@ from typing import Iterable, List, Sequence, Tuple, Union
 import numpy as np
 from spacy.util import registry
 
-# Lexical attributes, computed once per word type (see lexicon.py). The
-# column of an attribute in the lexicon table is its index here. "amb" is
-# the word's ambiguity class: the set of labels its lowercase form took in
-# the training data (frequent words only), kept in the model file. Read at
-# positions to the right it gives a left-to-right model a view of what comes
-# next. "cshape" is Collins' (2002) word shape: character classes (A, a, 0,
-# the character itself for others) with runs collapsed, "Confidence" -> "Aa",
-# "2,664,098" -> "0,0,0".
-LEX_ATTRS: Tuple[str, ...] = (
-    "orth", "lower", "norm", "shape",
-    "pre1", "pre2", "pre3", "pre4",
-    "suf1", "suf2", "suf3", "suf4",
-    "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct",
-    "amb", "cshape",
-)
-LEX_COLUMN = {name: i for i, name in enumerate(LEX_ATTRS)}
-
-# Non-lexical sources, encoded as negative source codes in the kernels.
-# "tag" reads the label predicted at an earlier position of the same segment.
-# "hist" is the extended prediction history of Ratinov & Roth (2009): the
-# label last predicted for the same lowercase word earlier in the same doc
-# (for entity moves, its entity type), read at the current or an earlier
-# position.
-# "ptag" reads the token's tag_ as it was before this component ran: set by
-# an earlier tagger, or given with the input (CoNLL-2000 chunking provides
-# POS tags), at any offset.
-HISTORY_ATTRS = {"tag": -1, "hist": -2, "ptag": -3}
-
-# Parser state slots (Zhang & Nivre 2011, for the arc-hybrid system): stack
-# items S0-S2 (S0 on top), buffer items B0-B3, and dependents already
-# attached: S0L/S0L2 the leftmost and second leftmost dependent of S0,
-# S0R/S0R2 the rightmost two, S0LL the leftmost dependent of S0L, and the
-# same for S1 and B0 (whose dependents are all on its left). The index of
-# a slot is its code in the kernels (kernels/parser.py).
-SLOTS: Tuple[str, ...] = (
-    "S0", "S1", "S2", "B0", "B1", "B2", "B3",
-    "S0L", "S0L2", "S0R", "S0R2", "S1L", "S1L2", "S1R", "S1R2",
-    "B0L", "B0L2", "S0LL", "S0RR", "B0LL",
-)
-SLOT_CODE = {name: i for i, name in enumerate(SLOTS)}
-
-# What a parser atom reads besides lexical attributes: "tag" and "pos" are
-# the token's tags set by an earlier component; "dep" the label the parser
-# gave it; "lv"/"rv" its number of left/right dependents so far (valency);
+# Lexical attributes, computed once per word type (see lexicon.py), and the
+# codes of the non-lexical atoms and parser slots: codes.py, which the kernels
+# import too. "amb" is the word's ambiguity class: the set of labels its
+# lowercase form took in the training data (frequent words only), kept in the
+# model file; read at positions to the right it gives a left-to-right model a
+# view of what comes next. "cshape" is Collins' (2002) word shape: character
+# classes (A, a, 0, the character itself for others) with runs collapsed,
+# "Confidence" -> "Aa", "2,664,098" -> "0,0,0".
+#
+# Sequence sources: "tag" reads the label predicted at an earlier position of
+# the same segment; "hist" is the extended prediction history of Ratinov &
+# Roth (2009): the label last predicted for the same lowercase word earlier in
+# the same doc (for entity moves, its entity type), read at the current or an
+# earlier position; "ptag" reads the token's tag_ as it was before this
+# component ran (set by an earlier tagger, or given with the input: CoNLL-2000
+# chunking provides POS tags), at any offset.
+#
+# Parser slots: stack items S0-S2 (S0 on top), buffer items B0-B3, and
+# dependents already attached: S0L/S0L2 the leftmost and second leftmost
+# dependent of S0, S0R/S0R2 the rightmost two, S0LL the leftmost dependent of
+# S0L, and the same for S1 and B0 (whose dependents are all on its left).
+# Parser sources besides lexical attributes: "tag" and "pos" are the token's
+# tags set by an earlier component; "dep" the label the parser gave it;
+# "lv"/"rv" its number of left/right dependents so far (valency);
 # "lset"/"rset" the set of labels of those dependents; "dist" the distance
 # from the slot's token to B0 (bucketed), e.g. "dist@S0".
-STATE_ATTRS = {"tag": -1, "pos": -3, "dep": -4, "lv": -5, "rv": -6, "lset": -7, "rset": -8, "dist": -9}
+from .codes import HISTORY_ATTRS, LEX_ATTRS, LEX_COLUMN, SLOT_CODE, SLOTS, STATE_ATTRS  # noqa: E402,F401
 
 
 @dataclass(frozen=True)

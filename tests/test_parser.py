@@ -7,7 +7,8 @@ from spacy.pipeline._parser_internals import nonproj
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_sparse.kernels.parser import AT_ROOT, oracle_parse
+from spacy_sparse.codes import AT_ROOT
+from spacy_sparse.kernels.parser import oracle_parse
 from spacy_sparse.model import _compress
 from spacy_sparse.pipeline.parser import gold_children
 

@@ -24,14 +24,8 @@ from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
                       score_counted)
 
-SHIFT = 0
-LEFT = 1
-RIGHT = 2
-ROOT = 3
-
-NONE = -1      # a slot with no token (empty stack, no such dependent)
-AT_ROOT = -2   # the buffer slot holding the root
-N_SLOTS = 20   # len(templates.SLOTS)
+from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_POS, ST_RSET,
+                     ST_RV, ST_TAG)
 
 
 @njit(cache=True, nogil=True)
@@ -40,9 +34,9 @@ def new_state(n):
     a root), labels, the two outermost dependents on each side, valency and
     label-set bits."""
     stack = np.zeros(n + 1, dtype=np.int64)
-    head = np.full(n, NONE, dtype=np.int64)
+    head = np.full(n, NO_TOKEN, dtype=np.int64)
     lab = np.full(n, -1, dtype=np.int64)
-    kids = np.full((n, 4), NONE, dtype=np.int64)  # L1, L2, R1, R2
+    kids = np.full((n, 4), NO_TOKEN, dtype=np.int64)  # L1, L2, R1, R2
     val = np.zeros((n, 2), dtype=np.int64)        # left, right valency
     sets = np.zeros((n, 2), dtype=np.uint64)      # left, right label bits
     return stack, head, lab, kids, val, sets
@@ -57,39 +51,39 @@ def attach(h, c, label, head, lab, kids, val, sets):
     if c < h:
         val[h, 0] += 1
         sets[h, 0] |= bit
-        if kids[h, 0] == NONE or c < kids[h, 0]:
+        if kids[h, 0] == NO_TOKEN or c < kids[h, 0]:
             kids[h, 1] = kids[h, 0]
             kids[h, 0] = c
-        elif kids[h, 1] == NONE or c < kids[h, 1]:
+        elif kids[h, 1] == NO_TOKEN or c < kids[h, 1]:
             kids[h, 1] = c
     else:
         val[h, 1] += 1
         sets[h, 1] |= bit
-        if kids[h, 2] == NONE or c > kids[h, 2]:
+        if kids[h, 2] == NO_TOKEN or c > kids[h, 2]:
             kids[h, 3] = kids[h, 2]
             kids[h, 2] = c
-        elif kids[h, 3] == NONE or c > kids[h, 3]:
+        elif kids[h, 3] == NO_TOKEN or c > kids[h, 3]:
             kids[h, 3] = c
 
 
 @njit(cache=True, nogil=True)
 def kid(kids, tok, which):
-    return kids[tok, which] if tok >= 0 else NONE
+    return kids[tok, which] if tok >= 0 else NO_TOKEN
 
 
 @njit(cache=True, nogil=True)
 def resolve_slots(slot_tok, stack, depth, b0, end, kids):
-    """The token at each slot (templates.SLOTS order), NONE or AT_ROOT."""
-    s0 = stack[depth - 1] if depth >= 1 else NONE
-    s1 = stack[depth - 2] if depth >= 2 else NONE
-    s2 = stack[depth - 3] if depth >= 3 else NONE
+    """The token at each slot (templates.SLOTS order), NO_TOKEN or AT_ROOT."""
+    s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
+    s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
+    s2 = stack[depth - 3] if depth >= 3 else NO_TOKEN
     slot_tok[0] = s0
     slot_tok[1] = s1
     slot_tok[2] = s2
     for k in range(4):
         p = b0 + k
-        slot_tok[3 + k] = p if p < end else (AT_ROOT if p == end else NONE)
-    bt = b0 if b0 < end else NONE
+        slot_tok[3 + k] = p if p < end else (AT_ROOT if p == end else NO_TOKEN)
+    bt = b0 if b0 < end else NO_TOKEN
     slot_tok[7] = kid(kids, s0, 0)
     slot_tok[8] = kid(kids, s0, 1)
     slot_tok[9] = kid(kids, s0, 2)
@@ -123,27 +117,27 @@ def state_keys(keys, t0, t1, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, 
             code = atom_pos[a]
             tok = slot_tok[code]
             src = atom_src[a]
-            if tok == NONE:
+            if tok == NO_TOKEN:
                 v = PAD_LEFT + np.uint64(code)
             elif tok == AT_ROOT:
                 v = PAD_RIGHT + np.uint64(code)
             elif src >= 0:
                 v = lex[lex_rows[tok], src]
-            elif src == -1:
+            elif src == ST_TAG:
                 v = tags[tok]
-            elif src == -3:
+            elif src == ST_POS:
                 v = poss[tok]
-            elif src == -4:
+            elif src == ST_DEP:
                 v = np.uint64(lab[tok] + 1)
-            elif src == -5:
+            elif src == ST_LV:
                 v = np.uint64(val[tok, 0])
-            elif src == -6:
+            elif src == ST_RV:
                 v = np.uint64(val[tok, 1])
-            elif src == -7:
+            elif src == ST_LSET:
                 v = sets[tok, 0]
-            elif src == -8:
+            elif src == ST_RSET:
                 v = sets[tok, 1]
-            else:
+            else:  # ST_DIST
                 v = np.uint64(distance_bucket(b0 - tok))
             h = mix(h, v)
         keys[t] = finish_key(h)
@@ -199,9 +193,9 @@ def apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, va
 def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab, gch_ptr, gch_idx, in_stack):
     """Gold arcs each valid action makes unreachable (Goldberg & Nivre 2013,
     arc-hybrid), plus one for a wrong label on a gold arc; returns the least
-    cost. gold_head: absolute head, AT_ROOT, or NONE when unknown (no cost)."""
-    s0 = stack[depth - 1] if depth >= 1 else NONE
-    s1 = stack[depth - 2] if depth >= 2 else NONE
+    cost. gold_head: absolute head, AT_ROOT, or NO_TOKEN when unknown (no cost)."""
+    s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
+    s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
     shift_c = 0
     if b0 < end:
         h = gold_head[b0]
@@ -214,7 +208,7 @@ def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold
     left_c = 0
     right_c = 0
     root_c = 0
-    h0 = NONE
+    h0 = NO_TOKEN
     if s0 >= 0:
         deps_ahead = 0
         for j in range(gch_ptr[s0], gch_ptr[s0 + 1]):

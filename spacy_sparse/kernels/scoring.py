@@ -11,6 +11,8 @@ from typing import Optional
 import numpy as np
 from numba import njit
 
+from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
+
 from .hashing import table_find, table_put, table_slot
 
 NEG_INF = np.float32(-3.0e38)
@@ -218,10 +220,6 @@ def score_counted(keys, tables, state, params, scores):
             add_row_scaled(scores, W, r, scale[t])
 
 
-# Training objectives (the `objective` argument of the training kernels).
-PREFIX_TRUNCATED = 0  # Strubell et al. (2015) §4.4 as written: stop at i*
-FULL = 1              # classic perceptron on the whole score (the baseline)
-PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop
 
 
 @njit(cache=True, nogil=True)

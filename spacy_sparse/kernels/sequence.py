@@ -16,11 +16,11 @@ token's tag_ hash as given before the component ran (what `ptag` reads).
 import numpy as np
 from numba import njit
 
+from ..codes import LOWER, SRC_HIST, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block
 
 
-LOWER = 1  # column of "lower" in the lexicon table (templates.LEX_ATTRS)
 HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in this doc
 FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 
@@ -38,11 +38,11 @@ def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows
             v = PAD_RIGHT + np.uint64(p - end)
         elif src >= 0:
             v = lex[lex_rows[p], src]
-        elif src == -1:
+        elif src == SRC_TAG:
             v = np.uint64(pred[p] + 1)
-        elif src == -2:
+        elif src == SRC_HIST:
             v = hist[p]
-        else:
+        else:  # SRC_PTAG
             v = tags[p]
         h = mix(h, v)
     return finish_key(h)
@@ -82,7 +82,7 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, ro
 @njit(cache=True, nogil=True)
 def uses_history(atom_src):
     for a in range(atom_src.shape[0]):
-        if atom_src[a] == -2:
+        if atom_src[a] == SRC_HIST:
             return True
     return False
 

@@ -25,7 +25,8 @@ from ..lexicon import Lexicon
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 
-from ..kernels.scoring import FULL, PREFIX_ALL, PREFIX_TRUNCATED, stop_margins
+from ..codes import FULL, PREFIX_ALL, PREFIX_TRUNCATED
+from ..kernels.scoring import stop_margins
 
 # Settings every sparse component has, with their defaults (each factory adds
 # its own templates, scorer and task settings).

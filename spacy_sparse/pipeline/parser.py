@@ -20,7 +20,8 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
 from spacy.vocab import Vocab
 
-from ..kernels.parser import AT_ROOT, LEFT, NONE, RIGHT, ROOT, SHIFT, predict_parse, train_parse
+from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
+from ..kernels.parser import predict_parse, train_parse
 from ..model import SparseLinearModel
 from .base import COMMON_DEFAULTS, DocBatch, SparsePipe, ambiguity_classes
 
@@ -259,10 +260,10 @@ class SparseParser(SparsePipe):
         )
 
     def _gold(self, examples: List[Example], batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
-        """Gold head (absolute, AT_ROOT, or NONE when unknown or outside the
+        """Gold head (absolute, AT_ROOT, or NO_TOKEN when unknown or outside the
         token's segment) and gold label index (-1: unknown) per token."""
         index = {d: i for i, d in enumerate(self._deps)}
-        head = np.full(batch.n_tokens, NONE, dtype=np.int64)
+        head = np.full(batch.n_tokens, NO_TOKEN, dtype=np.int64)
         lab = np.full(batch.n_tokens, -1, dtype=np.int64)
         for k, eg in enumerate(examples):
             off = int(batch.doc_off[k])
@@ -281,7 +282,7 @@ class SparseParser(SparsePipe):
         has = head >= 0
         crossing = np.zeros(batch.n_tokens, dtype=bool)
         crossing[has] = seg[head[has]] != seg[has]
-        head[crossing] = NONE
+        head[crossing] = NO_TOKEN
         lab[crossing] = -1
         return head, lab
 
