@@ -64,7 +64,7 @@ def test_chunker_configs_run(config, chunk_corpus, tmp_path):
         for flag in ("--gold-tags", None):
             run("spacy_sparse", "bench", str(tmp_path / "model-last"), str(chunk_corpus / "test.spacy"),
                 "--margins", "none", "--repeat", "1", "--json", str(out), *([flag] if flag else []))
-            acc = json.loads(out.read_text())[0]["accuracy"]
+            acc = json.loads(out.read_text())["rows"][0]["accuracy"]
             assert abs(acc - f1) < 1e-9 if flag else acc < f1 - 0.2
 
 

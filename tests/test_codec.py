@@ -88,7 +88,7 @@ def test_version_3_grouped_files_still_load():
 
 
 def test_rows_are_merged_exactly_even_when_hashes_collide(monkeypatch):
-    from spacy_sparse import model as model_mod
+    from spacy_sparse import codec as model_mod
 
     row_len = np.array([2, 1, 2, 2, 1])
     entries = np.array([3, 5, 7, 3, 5, 1, 2, 7])
