@@ -24,6 +24,11 @@ one iteration per epoch from its start_epoch (counted from the refit when a
 sparseptron runs). Each step is logged (templates alive, nonzero features,
 distinct weights, residuals).
 
+While training, each component reports `sparse_compressed` (1.0 once every
+method is in its last phase, else 0.0) to spaCy's scorer; the recipes give
+it the same score weight as the accuracy, so `model-best` is the best of the
+finished checkpoints, never one from before the compression.
+
 `[training.before_to_disk]` with "spacy_sparse.finalize.v1" reports what a
 checkpoint holds; the files themselves are already final at every
 checkpoint (the model saves DC-ADMM's u, nonzero features only, in grouped
@@ -83,7 +88,8 @@ class SparsityCallback:
 
     def __call__(self, nlp: Language, args: Dict[str, Any]) -> None:
         epoch = int(args.get("epoch", 0))
-        for pipe in self.pipes(nlp):
+        pipes = self.pipes(nlp)
+        for pipe in pipes:
             if pipe.sparse is None:
                 continue
             st = self.state.setdefault(pipe.name, {"epoch": -1, "phase": None})
@@ -96,6 +102,21 @@ class SparsityCallback:
                 if model.instances - st["last_prox"] >= self.sparseptron.every:
                     st["last_prox"] = model.instances
                     prox_step(model, self.sparseptron)
+        done = all(self.finished(pipe) for pipe in pipes)
+        for pipe in pipes:
+            pipe.compression_done = done
+
+    def finished(self, pipe: SparsePipe) -> bool:
+        """Whether every method has reached its last phase for this
+        component: selection over (the refit runs, with min-update if asked)
+        and, with DC-ADMM, the model predicting with the discrete u. Only
+        such checkpoints are what the recipe promises, so the component
+        reports this to spaCy's scorer (`sparse_compressed`), and the
+        recipes weight it so that model-best is always one of them."""
+        st = self.state.get(pipe.name)
+        if pipe.sparse is None or st is None or st["phase"] != "train":
+            return False
+        return self.dc_admm is None or pipe.sparse.fixed is not None
 
     def record(self, nlp: Language, pipe: SparsePipe, st: Dict[str, Any], epoch: int) -> None:
         """One row per component and epoch in nlp.meta["sparsity"] (saved in

@@ -4,14 +4,39 @@ import spacy
 from conftest import ROOT, run, spacy_train
 
 
+def assert_finished(model_dir, name="sparse_tagger", budget=None, zeta=None, k=None):
+    """A checkpoint of a sparsity recipe keeps the recipe's promises: at most `budget` templates, at most 2 * zeta
+    distinct nonzero weights, the min-update threshold k, and it was taken in the last phase."""
+    import json
+
+    nlp = spacy.load(model_dir)
+    pipe = nlp.get_pipe(name)
+    stats = pipe.sparse.stats()
+    if budget is not None:
+        assert len(pipe.sparse.templates) <= budget, model_dir
+    if zeta is not None:
+        assert 0 < stats["distinct_weights"] <= 2 * zeta, model_dir
+        assert pipe.sparse.to_dict()["weights"] == "grouped"
+    if k is not None:
+        assert pipe.cfg["min_updates"] == k, model_dir
+    meta = json.loads((model_dir / "meta.json").read_text())
+    assert meta["performance"]["sparse_compressed"] == 1.0, model_dir
+    return stats
+
+
 def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
     log = spacy_train(ROOT / "configs/tagger_composed.cfg", corpus / "train.spacy", corpus / "dev.spacy",
                        tmp_path, "--training.max_epochs", "6", "--training.before_update.sparseptron.every", "100",
                        "--training.before_update.sparseptron.epochs", "1",
-                       "--training.before_update.dc_admm.start_epoch", "2")
+                       "--training.before_update.dc_admm.start_epoch", "2", "--training.eval_frequency", "5",
+                       # strong L0 terms: the finished model scores below the float checkpoints before it
+                       "--training.before_update.dc_admm.lambda0_feature", "20")
     methods = spacy.util.load_config(ROOT / "configs/tagger_composed.cfg")["training"]["before_update"]
     k, budget = methods["min_update"]["k"], methods["sparseptron"]["budget"]
     assert "refit (debias) on" in log and f"min-update k = {k}" in log and "ADMM iteration" in log
+    # model-best is a finished checkpoint too, though earlier ones scored on accuracy alone (every 5 steps)
+    for out in ("model-best", "model-last"):
+        assert_finished(tmp_path / out, budget=budget, zeta=methods["dc_admm"]["zeta"], k=k)
     nlp = spacy.load(tmp_path / "model-last")
     model = nlp.get_pipe("sparse_tagger").sparse
     stats = model.stats()
@@ -28,10 +53,11 @@ def test_dc_admm_configs_run_and_l0_terms_drop_features(corpus, tmp_path):
     stats = {}
     for name in ("tagger_dc_admm.cfg", "tagger_small.cfg"):
         log = spacy_train(ROOT / "configs" / name, corpus / "train.spacy", corpus / "dev.spacy", tmp_path / name,
-                           "--training.max_epochs", "4", "--training.before_update.dc_admm.start_epoch", "1")
+                           "--training.max_epochs", "4", "--training.before_update.dc_admm.start_epoch", "1",
+                           "--training.eval_frequency", "5")
         assert "ADMM iteration 2" in log
-        stats[name] = spacy.load(tmp_path / name / "model-last").get_pipe("sparse_tagger").sparse.stats()
-        assert 0 < stats[name]["distinct_weights"] <= 8
+        assert_finished(tmp_path / name / "model-best", zeta=4)
+        stats[name] = assert_finished(tmp_path / name / "model-last", zeta=4)
     plain, small = stats["tagger_dc_admm.cfg"], stats["tagger_small.cfg"]
     assert small["nonzero_features"] < 0.5 * plain["nonzero_features"]
     assert small["nonzero_weights"] < 0.5 * plain["nonzero_weights"]
@@ -39,7 +65,7 @@ def test_dc_admm_configs_run_and_l0_terms_drop_features(corpus, tmp_path):
 
 @pytest.mark.parametrize("config", ["chunker.cfg", "chunker_sparseptron.cfg", "chunker_min_update.cfg"])
 def test_chunker_configs_run(config, chunk_corpus, tmp_path):
-    overrides = ["--training.max_epochs", "3"]
+    overrides = ["--training.max_epochs", "3", "--training.eval_frequency", "10"]
     if "sparseptron" in config:
         overrides += ["--training.before_update.sparseptron.every", "200",
                       "--training.before_update.sparseptron.epochs", "1",
@@ -48,6 +74,10 @@ def test_chunker_configs_run(config, chunk_corpus, tmp_path):
                  *overrides)
     nlp = spacy.load(tmp_path / "model-last")
     model = nlp.get_pipe("chunker").sparse
+    if config != "chunker.cfg":
+        for out in ("model-best", "model-last"):
+            assert_finished(tmp_path / out, "chunker", budget=12 if "sparseptron" in config else None,
+                            k=5 if "min_update" in config else None)
     if "sparseptron" in config:
         assert len(model.templates) <= 12
     if "min_update" in config:

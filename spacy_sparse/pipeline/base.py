@@ -172,6 +172,9 @@ class SparsePipe(TrainablePipe):
     template_kind = "sequence"
     # decisions a token takes part in (the parser: shifted and popped)
     decisions_per_token = 1
+    # set by the sparsity callback while it trains this component: whether
+    # every method has reached its last phase (reported as `sparse_compressed`)
+    compression_done: Optional[bool] = None
 
     def __init__(
         self,
@@ -435,6 +438,14 @@ class SparsePipe(TrainablePipe):
 
     def finish_update(self, sgd=None) -> None:
         """Nothing to do: `update` already applied the learner's step."""
+
+    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+        """The component's scorer, plus `sparse_compressed` while a sparsity
+        recipe trains it (see callbacks.SparsityCallback.finished)."""
+        scores = super().score(examples, **kwargs)
+        if self.compression_done is not None:
+            scores["sparse_compressed"] = float(self.compression_done)
+        return scores
 
     def get_loss(self, examples, scores):
         raise NotImplementedError("Sparse components compute their loss inside update()")
