@@ -21,7 +21,8 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from .loading import DEFAULT_MODEL_PATH, load_pipeline
-from .pipeline.base import SparsePipe, check_margin_decay
+from .pipeline.base import SparsePipe
+from .pipeline.settings import check_margin_decay
 from .readers import bare_copy
 
 # The score each task is judged by, first match wins.

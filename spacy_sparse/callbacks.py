@@ -43,7 +43,8 @@ from wasabi import msg
 from .learn.admm import AdmmSettings, DcAdmm
 from .learn.sparseptron import (SparseptronSettings, debias_templates, kept_keys, prox_step, start_selection,
                                 survivors)
-from .pipeline.base import SparsePipe, check_min_updates
+from .pipeline.base import SparsePipe
+from .pipeline.settings import check_min_updates
 
 
 def _settings(cls, block: Optional[Dict[str, Any]], name: str):
@@ -116,7 +117,17 @@ class SparsityCallback:
         st = self.state.get(pipe.name)
         if pipe.sparse is None or st is None or st["phase"] != "train":
             return False
-        return self.dc_admm is None or pipe.sparse.fixed is not None
+        if self.dc_admm is None:
+            return True
+        admm = st.get("admm")
+        return pipe.sparse.fixed is not None and admm is not None and self.admm_stopped(admm[1])
+
+    def admm_stopped(self, admm: DcAdmm) -> bool:
+        """Whether DC-ADMM has made its last iteration (max_iterations);
+        without a cap it iterates to the end, and every checkpoint with
+        discrete weights counts as finished."""
+        cap = self.dc_admm.max_iterations
+        return cap is None or admm.iterations >= cap
 
     def record(self, nlp: Language, pipe: SparsePipe, st: Dict[str, Any], epoch: int) -> None:
         """One row per component and epoch in nlp.meta["sparsity"] (saved in
@@ -178,6 +189,8 @@ class SparsityCallback:
             admm = st["admm"] = (pipe.sparse, DcAdmm(self.dc_admm))
             admm[1].begin(pipe.sparse)
             self.log(f"{pipe.name}: DC-ADMM starts (zeta {self.dc_admm.zeta}, rho {self.dc_admm.rho})")
+            return
+        if self.dc_admm.max_iterations is not None and self.admm_stopped(admm[1]):
             return
         report = admm[1].iterate(pipe.sparse)
         st["admm_report"] = report

@@ -13,7 +13,7 @@ lock; a writer adds new word types under a lock and publishes a new
 snapshot, never mutating one a reader might hold.
 """
 import threading
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -147,3 +147,23 @@ class Lexicon:
         fill_tables(np.zeros(len(new_keys), dtype=np.int32), new_keys, new_rows, off, tab)
         self._n = n_new
         self._snapshot = (tab, values, generation)
+
+
+def ambiguity_classes(pairs: Iterable[Tuple[str, str]], min_count: int = 3,
+                      min_share: float = 0.01) -> Dict[int, int]:
+    """Lowercase form -> the set of labels it took, for forms seen at least
+    `min_count` times; labels under `min_share` of a form's uses are noise.
+    Rare forms get no class, so training sees what unknown words look like
+    (a singleton's class would simply be its gold label)."""
+    counts: Dict[str, Dict[str, int]] = {}
+    for word, label in pairs:
+        if label:
+            per = counts.setdefault(word.lower(), {})
+            per[label] = per.get(label, 0) + 1
+    classes = {}
+    for word, per in counts.items():
+        total = sum(per.values())
+        if total >= min_count:
+            kept = sorted(lab for lab, c in per.items() if c >= min_share * total)
+            classes[get_string_id(word)] = get_string_id("amb:" + "|".join(kept))
+    return classes

@@ -52,6 +52,7 @@ from spacy.util import registry
 # "lv"/"rv" its number of left/right dependents so far (valency);
 # "lset"/"rset" the set of labels of those dependents; "dist" the distance
 # from the slot's token to B0 (bucketed), e.g. "dist@S0".
+from .checks import check_number  # noqa: E402
 from .codes import HISTORY_ATTRS, LEX_ATTRS, LEX_COLUMN, SLOT_CODE, SLOTS, STATE_ATTRS  # noqa: E402,F401
 
 
@@ -330,8 +331,7 @@ def chunk_templates_v1(pos_window: int = 5, pos_n: int = 5, word_window: int = 3
     paper counts 96 without listing them)."""
     for name, value in (("pos_window", pos_window), ("pos_n", pos_n), ("word_window", word_window),
                         ("word_n", word_n), ("shape_window", shape_window), ("shape_n", shape_n)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        check_number(value, name, whole=True, low=0)
     out = (ngram_templates("ptag", pos_window, pos_n) + ngram_templates("lower", word_window, word_n)
            + ngram_templates("cshape", shape_window, shape_n))
     if label_bigram:

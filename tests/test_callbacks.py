@@ -30,10 +30,12 @@ def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
                        "--training.before_update.sparseptron.epochs", "1",
                        "--training.before_update.dc_admm.start_epoch", "2", "--training.eval_frequency", "5",
                        # strong L0 terms: the finished model scores below the float checkpoints before it
-                       "--training.before_update.dc_admm.lambda0_feature", "20")
+                       "--training.before_update.dc_admm.lambda0_feature", "20",
+                       "--training.before_update.dc_admm.max_iterations", "1")
     methods = spacy.util.load_config(ROOT / "configs/tagger_composed.cfg")["training"]["before_update"]
     k, budget = methods["min_update"]["k"], methods["sparseptron"]["budget"]
-    assert "refit (debias) on" in log and f"min-update k = {k}" in log and "ADMM iteration" in log
+    assert "refit (debias) on" in log and f"min-update k = {k}" in log and "ADMM iteration 1" in log
+    assert "ADMM iteration 2" not in log  # max_iterations = 1: the epochs after it keep the finished model
     # model-best is a finished checkpoint too, though earlier ones scored on accuracy alone (every 5 steps)
     for out in ("model-best", "model-last"):
         assert_finished(tmp_path / out, budget=budget, zeta=methods["dc_admm"]["zeta"], k=k)
@@ -54,7 +56,7 @@ def test_dc_admm_configs_run_and_l0_terms_drop_features(corpus, tmp_path):
     for name in ("tagger_dc_admm.cfg", "tagger_small.cfg"):
         log = spacy_train(ROOT / "configs" / name, corpus / "train.spacy", corpus / "dev.spacy", tmp_path / name,
                            "--training.max_epochs", "4", "--training.before_update.dc_admm.start_epoch", "1",
-                           "--training.eval_frequency", "5")
+                           "--training.eval_frequency", "5", "--training.before_update.dc_admm.max_iterations", "2")
         assert "ADMM iteration 2" in log
         assert_finished(tmp_path / name / "model-best", zeta=4)
         stats[name] = assert_finished(tmp_path / name / "model-last", zeta=4)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from spacy_sparse.kernels.hashing import PAD_LEFT, PAD_RIGHT
-from spacy_sparse.pipeline.base import DocBatch
+from spacy_sparse.pipeline.batching import DocBatch
 from spacy_sparse.templates import HISTORY_ATTRS, LEX_ATTRS, parse_template, template_seed
 
 from conftest import to_examples, train_tagger

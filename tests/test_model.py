@@ -86,3 +86,33 @@ def test_a_corrupt_file_leaves_the_garbage_collector_on():
     with pytest.raises(ValueError, match="truncated/corrupt"):
         codec.loads(b"\xdc\xff\xff")  # an array header claiming 65,535 items, then nothing
     assert gc.isenabled()
+
+
+def test_one_check_for_every_setting():
+    from spacy_sparse.checks import check_choice, check_number
+
+    assert check_number(3, "x", whole=True, low=1) == 3 and check_number(None, "x", allow_none=True) is None
+    assert check_number(0.5, "x", low=0, high=1, low_open=True) == 0.5
+    for bad in (True, "2", 2.5, float("nan"), float("inf"), None, 0, 10 ** 6):
+        with pytest.raises(ValueError, match="n_threads must be a whole number in 1..256"):
+            check_number(bad, "n_threads", whole=True, low=1, high=256)
+    with pytest.raises(ValueError, match=r"margin_decay must be a number in \(0, 1\], got 0"):
+        check_number(0, "margin_decay", low=0, high=1, low_open=True)
+    assert check_choice(True, "flag", (True, False)) is True
+    for bad in (1, "true", None):
+        with pytest.raises(ValueError, match="flag must be one of True, False"):
+            check_choice(bad, "flag", (True, False))
+
+
+def test_a_saved_cfg_with_a_wrong_value_fails_on_load(trained, tmp_path):
+    """Settings are checked when a pipeline loads, with the factory's message."""
+    nlp, _ = trained
+    nlp.to_disk(tmp_path / "p")
+    for key, value in (("n_threads", -1), ("n_threads", "2"), ("mode", "fast"), ("learn_rate", 0),
+                       ("learner", None)):
+        cfg = srsly.read_json(tmp_path / "p" / "sparse_tagger" / "cfg")
+        cfg[key] = value
+        srsly.write_json(tmp_path / "p" / "sparse_tagger" / "cfg", cfg)
+        with pytest.raises(ValueError, match=f"Cannot load 'sparse_tagger': {key} must be"):
+            spacy.load(tmp_path / "p")
+        nlp.to_disk(tmp_path / "p")

@@ -20,6 +20,7 @@ from typing import Dict, Optional, Union
 
 import numpy as np
 
+from ..checks import check_number
 from ..model import SparseLinearModel
 
 
@@ -122,7 +123,10 @@ class AdmmSettings:
     cost in the file); step: the w-step's step
     size for the L2 pull, per decision (the pull per decision is
     1 - step * rho); start_epoch: the first epoch
-    run as a w-step (after a sparseptron's selection when both run)."""
+    run as a w-step (after a sparseptron's selection when both run);
+    max_iterations: stop after this many iterations (None: one per epoch to
+    the end of training). Once stopped, the model keeps the last u, so every
+    later checkpoint is the same finished model."""
 
     zeta: int = 4
     kappa: float = 4.0
@@ -138,25 +142,21 @@ class AdmmSettings:
     eps_dual: float = 1e-4
     step: float = 5e-6
     start_epoch: int = 0
+    max_iterations: Optional[int] = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.zeta, bool) or not isinstance(self.zeta, int) or not 1 <= self.zeta <= 127:
-            raise ValueError(f"dc_admm.zeta must be a whole number in 1..127, got {self.zeta!r}")
-        if self.eta != "auto" and not _positive(self.eta):
-            raise ValueError(f"dc_admm.eta must be 'auto' or a positive number, got {self.eta!r}")
+        check_number(self.zeta, "dc_admm.zeta", whole=True, low=1, high=127)
+        if self.eta != "auto":
+            check_number(self.eta, "dc_admm.eta ('auto' or a positive number)", low=0, low_open=True)
         for name in ("kappa", "rho", "xi", "step"):
-            if not _positive(getattr(self, name)):
-                raise ValueError(f"dc_admm.{name} must be a positive number, got {getattr(self, name)!r}")
+            check_number(getattr(self, name), f"dc_admm.{name}", low=0, low_open=True)
         for name in ("lambda0", "lambda0_feature", "lambda1", "lambda2", "eps_primal", "eps_dual"):
-            value = getattr(self, name)
-            if not _positive(value) and value != 0:
-                raise ValueError(f"dc_admm.{name} must be a number >= 0, got {value!r}")
-        if self.delta is not None and not (_positive(self.delta) or self.delta == 0):
-            raise ValueError(f"dc_admm.delta must be null or a number >= 0, got {self.delta!r}")
+            check_number(getattr(self, name), f"dc_admm.{name}", low=0)
+        check_number(self.delta, "dc_admm.delta", low=0, allow_none=True)
         if self.step * self.rho >= 1:
             raise ValueError("dc_admm.step * rho must be below 1")
-        if isinstance(self.start_epoch, bool) or not isinstance(self.start_epoch, int) or self.start_epoch < 0:
-            raise ValueError(f"dc_admm.start_epoch must be a whole number >= 0, got {self.start_epoch!r}")
+        check_number(self.start_epoch, "dc_admm.start_epoch", whole=True, low=0)
+        check_number(self.max_iterations, "dc_admm.max_iterations", whole=True, low=1, allow_none=True)
 
     def values(self, w: np.ndarray) -> np.ndarray:
         """S for these settings; "auto" fits eta to the weights the L0 term
@@ -166,9 +166,6 @@ class AdmmSettings:
         delta = eta / 2 if self.delta is None else float(self.delta)
         return value_set(eta, delta, self.kappa, self.zeta)
 
-
-def _positive(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value) and value > 0
 
 
 def quantize(model: SparseLinearModel, settings: AdmmSettings) -> Dict[str, float]:

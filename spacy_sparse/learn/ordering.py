@@ -24,7 +24,8 @@ from spacy.training import Example
 from tqdm import tqdm
 
 from ..bench import ACCURACY_KEYS
-from ..pipeline.base import SparsePipe, ambiguity_classes
+from ..lexicon import ambiguity_classes
+from ..pipeline.base import SparsePipe
 
 
 def _take_words(examples: List[Example], n_words: int) -> List[Example]:

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..checks import check_choice, check_number
 from ..model import SparseLinearModel
 
 # below this a template scale is folded into its weights, so v = w / c
@@ -97,17 +98,11 @@ class SparseptronSettings:
 
     def __post_init__(self) -> None:
         for name in ("budget", "every", "epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "budget" else 1):
-                raise ValueError(f"sparseptron.{name} must be a whole number >= {0 if name == 'budget' else 1}, got {value!r}")
-        if self.group_weight not in ("log2", "uniform"):
-            raise ValueError(f"sparseptron.group_weight must be 'log2' or 'uniform', got {self.group_weight!r}")
-        if not isinstance(self.coarse_to_fine, bool):
-            raise ValueError("sparseptron.coarse_to_fine must be true or false")
-        if self.loss not in ("perceptron", "component"):
-            raise ValueError(f"sparseptron.loss must be 'perceptron' or 'component', got {self.loss!r}")
-        if self.refit not in ("frozen", "fresh"):
-            raise ValueError(f"sparseptron.refit must be 'frozen' or 'fresh', got {self.refit!r}")
+            check_number(getattr(self, name), f"sparseptron.{name}", whole=True, low=0 if name == "budget" else 1)
+        check_choice(self.group_weight, "sparseptron.group_weight", ("log2", "uniform"))
+        check_choice(self.coarse_to_fine, "sparseptron.coarse_to_fine", (True, False))
+        check_choice(self.loss, "sparseptron.loss", ("perceptron", "component"))
+        check_choice(self.refit, "sparseptron.refit", ("frozen", "fresh"))
 
 
 def template_norms(model: SparseLinearModel) -> np.ndarray:

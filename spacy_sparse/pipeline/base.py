@@ -1,49 +1,30 @@
-"""What every sparse component shares: the weight model, the lexicon, the
-runtime margin, batching docs into arrays, serialization and pickling.
+"""What every sparse component shares, as spaCy sees it: the weight model,
+the lexicon, the runtime knobs, labels, training, serialization and pickling
+(settings and their checks: settings.py; docs as arrays and threads:
+batching.py).
 
 A task subclass says which kernel labels a batch, how gold labels are read
 from examples, and how predictions are written onto docs.
 """
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import srsly
 from spacy import util
-from spacy.attrs import ORTH, SENT_START
 from spacy.errors import Errors
-from spacy.strings import get_string_id
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..lexicon import Lexicon
+from ..kernels.scoring import stop_margins
+from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
-
-from ..codes import FULL, PREFIX_ALL, PREFIX_TRUNCATED
-from ..kernels.scoring import stop_margins
-
-# Settings every sparse component has, with their defaults (each factory adds
-# its own templates, scorer and task settings).
-COMMON_DEFAULTS = {
-    "margin": None,
-    "margin_decay": 1.0,
-    "train_margin": 30.0,
-    "mode": "prefix",
-    "learner": "adagrad",
-    "learn_rate": 1.0,
-    "min_updates": 1,
-    "min_count": 1,
-    "n_threads": 1,
-}
-
-MODES = {"prefix": PREFIX_ALL, "dynamic": PREFIX_TRUNCATED, "full": FULL}
-LEARNERS = ("adagrad", "perceptron")
+from .batching import MAX_TRAIN_CELLS, DocBatch, SegmentPool, token_chunks
+from .settings import COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_threads
 
 
 def _no_forward(model, X, is_train):
@@ -54,115 +35,6 @@ def placeholder_model() -> Model:
     """A parameter-free thinc Model: spaCy's loop wants `pipe.model` to be a
     Model, but the weights of a sparse component live in SparseLinearModel."""
     return Model("sparse_linear", _no_forward)
-
-
-# below this many tokens per thread, threads cost more than they save
-MIN_TOKENS_PER_THREAD = 2000
-
-
-def check_threads(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"n_threads must be a whole number >= 1, got {value!r}")
-    return value
-
-
-def check_min_updates(value: Any, what: str = "min_updates") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a whole number >= 1, got {value!r}")
-    return value
-
-
-def check_margin(value: Any, what: str = "margin") -> Optional[float]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be None or a non-negative number, got {value!r}")
-    return float(value)
-
-
-def check_margin_decay(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
-        raise ValueError(f"margin_decay must be a number in (0, 1], got {value!r}")
-    return float(value)
-
-
-def ambiguity_classes(pairs: Iterable[Tuple[str, str]], min_count: int = 3,
-                      min_share: float = 0.01) -> Dict[int, int]:
-    """Lowercase form -> the set of labels it took, for forms seen at least
-    `min_count` times; labels under `min_share` of a form's uses are noise.
-    Rare forms get no class, so training sees what unknown words look like
-    (a singleton's class would simply be its gold label)."""
-    counts: Dict[str, Dict[str, int]] = {}
-    for word, label in pairs:
-        if label:
-            per = counts.setdefault(word.lower(), {})
-            per[label] = per.get(label, 0) + 1
-    classes = {}
-    for word, per in counts.items():
-        total = sum(per.values())
-        if total >= min_count:
-            kept = sorted(lab for lab, c in per.items() if c >= min_share * total)
-            classes[get_string_id(word)] = get_string_id("amb:" + "|".join(kept))
-    return classes
-
-
-# A training kernel gets room for every feature its batch could add: tokens x
-# decisions x templates new rows of all labels, 16 bytes a cell (weights,
-# averaging sums, AdaGrad sums). A batch whose room would pass this many
-# cells (about 2 GB) is cut into runs of whole docs. The learner is online,
-# so a tagger or NER learns exactly what one pass over the whole batch
-# teaches (the parser draws its per-batch random choices per run).
-# spacy train's batches stay far below it.
-MAX_TRAIN_CELLS = 128_000_000
-
-
-def _token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]]:
-    """Consecutive runs of examples with at most max_tokens predicted tokens
-    each (a longer example makes a run of its own)."""
-    parts: List[List[Example]] = [[]]
-    n = 0
-    for eg in examples:
-        size = len(eg.predicted)
-        if parts[-1] and n + size > max_tokens:
-            parts.append([])
-            n = 0
-        parts[-1].append(eg)
-        n += size
-    return parts
-
-
-class DocBatch:
-    """Tokens of several docs as flat arrays (the kernels' input).
-
-    `doc_off` delimits docs; `seg_off` delimits the segments the kernels
-    label one at a time: the sentences of a doc whose sentence boundaries are
-    set (by a senter, a parser, the user or gold preprocessing), else the
-    whole doc. Context windows and label history do not cross a segment edge.
-    """
-
-    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon):
-        lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
-        self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=self.doc_off[1:])
-        self.n_tokens = int(self.doc_off[-1])
-        # one (ORTH, SENT_START) table for the batch, so sentence starts are
-        # found in one vectorized pass, not per doc
-        cols = [np.zeros((0, 2), dtype=np.uint64)]
-        for doc in docs:
-            if doc.has_annotation("SENT_START"):
-                cols.append(doc.to_array([ORTH, SENT_START]).reshape(-1, 2))
-            elif len(doc):
-                unset = np.zeros((len(doc), 2), dtype=np.uint64)
-                unset[:, 0] = doc.to_array(ORTH)
-                cols.append(unset)
-        table = np.concatenate(cols)
-        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(table[:, 0]))
-        doc_starts = self.doc_off[:-1][lengths > 0]
-        starts = table[:, 1] == 1
-        starts[doc_starts] = True
-        self.seg_off = np.append(np.flatnonzero(starts), self.n_tokens).astype(np.int64)
-        self.seg_new_doc = np.zeros(self.seg_off.shape[0] - 1, dtype=np.uint8)
-        self.seg_new_doc[np.searchsorted(self.seg_off[:-1], doc_starts)] = 1
 
 
 class SparsePipe(TrainablePipe):
@@ -186,45 +58,37 @@ class SparsePipe(TrainablePipe):
         train_margin: float,
         mode: str,
         scorer: Optional[Callable],
-        margin_decay: float = 1.0,
+        margin_decay: float = COMMON_DEFAULTS["margin_decay"],
         learner: str = COMMON_DEFAULTS["learner"],
-        learn_rate: float = 1.0,
-        min_updates: int = 1,
-        min_count: int = 1,
-        n_threads: int = 1,
+        learn_rate: float = COMMON_DEFAULTS["learn_rate"],
+        min_updates: int = COMMON_DEFAULTS["min_updates"],
+        min_count: int = COMMON_DEFAULTS["min_count"],
+        n_threads: int = COMMON_DEFAULTS["n_threads"],
         **extra_cfg: Any,
     ):
         check_kind(parse_templates(templates), self.template_kind, f"{type(self).__name__}")
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
-        if learner not in LEARNERS:
-            raise ValueError(f"learner must be one of {LEARNERS}, got {learner!r}")
-        if isinstance(learn_rate, bool) or not isinstance(learn_rate, (int, float)) or not learn_rate > 0:
-            raise ValueError(f"learn_rate must be a positive number, got {learn_rate!r}")
         self.vocab = vocab
         self.name = name
         self.model = placeholder_model()
         self.scorer = scorer
-        self.cfg: Dict[str, Any] = {
+        self.cfg: Dict[str, Any] = check_common({
             "templates": list(templates),
-            "margin": check_margin(margin),
-            "margin_decay": check_margin_decay(margin_decay),
-            "train_margin": check_margin(train_margin, "train_margin"),
+            "margin": margin,
+            "margin_decay": margin_decay,
+            "train_margin": train_margin,
             "mode": mode,
             "learner": learner,
-            "learn_rate": float(learn_rate),
-            "min_updates": check_min_updates(min_updates),
-            "min_count": check_min_updates(min_count, "min_count"),
-            "n_threads": check_threads(n_threads),
+            "learn_rate": learn_rate,
+            "min_updates": min_updates,
+            "min_count": min_count,
+            "n_threads": n_threads,
             "labels": [],
             **extra_cfg,
-        }
-        if self.cfg["train_margin"] is None:
-            raise ValueError("train_margin must be a non-negative number")
+        })
         self.sparse: Optional[SparseLinearModel] = None
         self.lexicon = Lexicon(vocab)
         self._stats_lock = threading.Lock()
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool = SegmentPool()
         self.reset_usage()
 
     # ---- runtime knobs ---------------------------------------------------------
@@ -265,25 +129,9 @@ class SparsePipe(TrainablePipe):
         self.cfg["n_threads"] = check_threads(value)
 
     def _over_segments(self, batch: DocBatch, run: Callable[[np.ndarray, np.ndarray], None]) -> None:
-        """Call run(seg_off_part, seg_new_doc_part) on contiguous runs of
-        whole docs, one per thread. Docs are independent and each part writes
-        its own tokens, so the result does not depend on the number of
-        threads."""
-        seg_off, new_doc = batch.seg_off, batch.seg_new_doc
-        doc_starts = np.flatnonzero(new_doc)
-        n_threads = min(self.n_threads, len(doc_starts))
-        if n_threads <= 1 or seg_off[-1] < MIN_TOKENS_PER_THREAD * 2:
-            run(seg_off, new_doc)
-            return
-        if self._pool is None or self._pool._max_workers != n_threads:
-            self._pool = ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="spacy-sparse")
-        # cut at the doc starts nearest to equal shares of tokens
-        targets = np.linspace(0, seg_off[-1], n_threads + 1)[1:-1]
-        at = doc_starts[np.searchsorted(seg_off[doc_starts], targets).clip(0, len(doc_starts) - 1)]
-        cuts = np.unique(np.concatenate([[0], at, [len(seg_off) - 1]]))
-        parts = [(seg_off[a:b + 1], new_doc[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-        for future in [self._pool.submit(run, *part) for part in parts]:
-            future.result()
+        """run(seg_off_part, seg_new_doc_part) over the batch's docs on this
+        component's threads (batching.SegmentPool)."""
+        self._pool.run(batch, self.n_threads, run)
 
     @property
     def objective(self) -> int:
@@ -427,7 +275,7 @@ class SparsePipe(TrainablePipe):
             return losses
         model.min_updates = self.cfg.get("min_updates", 1)
         cells = self.decisions_per_token * len(model.templates) * max(1, model.n_labels)
-        for part in _token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
+        for part in token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
             losses[self.name] += float(self._train_batch(model, part))
         model.instances += len(examples)
         model.changed()
@@ -496,11 +344,10 @@ class SparsePipe(TrainablePipe):
     def _load_cfg(self, cfg: Any) -> None:
         if not isinstance(cfg, dict):
             raise ValueError(f"Cannot load {self.name!r}: its cfg is not an object")
-        cfg = dict(cfg)
-        if "margin" in cfg:
-            cfg["margin"] = check_margin(cfg["margin"])
-        if "margin_decay" in cfg:
-            cfg["margin_decay"] = check_margin_decay(cfg["margin_decay"])
+        try:
+            cfg = check_common(cfg)
+        except ValueError as err:
+            raise ValueError(f"Cannot load {self.name!r}: {err}") from None
         self.cfg.update(cfg)
 
     def _load_model(self, data: bytes, where: str = "bytes") -> None:

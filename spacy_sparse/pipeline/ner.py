@@ -17,7 +17,8 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .base import COMMON_DEFAULTS, DocBatch
+from .batching import DocBatch
+from .settings import COMMON_DEFAULTS
 from .sequence import SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")

@@ -23,7 +23,11 @@ from spacy.vocab import Vocab
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
 from ..kernels.parser import predict_parse, train_parse
 from ..model import SparseLinearModel
-from .base import COMMON_DEFAULTS, DocBatch, SparsePipe, ambiguity_classes
+from ..checks import check_number
+from ..lexicon import ambiguity_classes
+from .base import SparsePipe
+from .batching import DocBatch
+from .settings import COMMON_DEFAULTS
 
 DEFAULT_PARSER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.parser_templates.v1"},
@@ -112,15 +116,11 @@ def parse_action(name: str) -> Tuple[int, str]:
 
 
 def _check_fraction(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{what} must be a number between 0 and 1, got {value!r}")
-    return float(value)
+    return check_number(value, what, low=0, high=1)
 
 
 def _check_count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what} must be a whole number >= 0, got {value!r}")
-    return value
+    return check_number(value, what, whole=True, low=0)
 
 
 class SparseParser(SparsePipe):

@@ -16,7 +16,8 @@ from spacy.training import Example
 from ..kernels.sequence import UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
-from .base import DocBatch, SparsePipe
+from .base import SparsePipe
+from .batching import DocBatch
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
 NO_TAGS = np.zeros(0, dtype=np.uint64)

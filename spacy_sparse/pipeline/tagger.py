@@ -12,7 +12,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .base import COMMON_DEFAULTS
+from .settings import COMMON_DEFAULTS
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}

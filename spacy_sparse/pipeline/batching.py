@@ -1,0 +1,114 @@
+"""Docs as the kernels take them, and how a batch is shared out: over threads for prediction, in bounded runs
+for training."""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+from spacy.attrs import ORTH, SENT_START
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from ..lexicon import Lexicon
+
+# below this many tokens per thread, threads cost more than they save
+MIN_TOKENS_PER_THREAD = 2000
+
+# A training kernel gets room for every feature its batch could add: tokens x
+# decisions x templates new rows of all labels, 16 bytes a cell (weights,
+# averaging sums, AdaGrad sums). A batch whose room would pass this many
+# cells (about 2 GB) is cut into runs of whole docs. The learner is online,
+# so a tagger or NER learns exactly what one pass over the whole batch
+# teaches (the parser draws its per-batch random choices per run).
+# spacy train's batches stay far below it.
+MAX_TRAIN_CELLS = 128_000_000
+
+
+def token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]]:
+    """Consecutive runs of examples with at most max_tokens predicted tokens
+    each (a longer example makes a run of its own)."""
+    parts: List[List[Example]] = [[]]
+    n = 0
+    for eg in examples:
+        size = len(eg.predicted)
+        if parts[-1] and n + size > max_tokens:
+            parts.append([])
+            n = 0
+        parts[-1].append(eg)
+        n += size
+    return parts
+
+
+class DocBatch:
+    """Tokens of several docs as flat arrays (the kernels' input).
+
+    `doc_off` delimits docs; `seg_off` delimits the segments the kernels
+    label one at a time: the sentences of a doc whose sentence boundaries are
+    set (by a senter, a parser, the user or gold preprocessing), else the
+    whole doc. Context windows and label history do not cross a segment edge.
+    """
+
+    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon):
+        lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
+        self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.doc_off[1:])
+        self.n_tokens = int(self.doc_off[-1])
+        # one (ORTH, SENT_START) table for the batch, so sentence starts are
+        # found in one vectorized pass, not per doc
+        cols = [np.zeros((0, 2), dtype=np.uint64)]
+        for doc in docs:
+            if doc.has_annotation("SENT_START"):
+                cols.append(doc.to_array([ORTH, SENT_START]).reshape(-1, 2))
+            elif len(doc):
+                unset = np.zeros((len(doc), 2), dtype=np.uint64)
+                unset[:, 0] = doc.to_array(ORTH)
+                cols.append(unset)
+        table = np.concatenate(cols)
+        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(table[:, 0]))
+        doc_starts = self.doc_off[:-1][lengths > 0]
+        starts = table[:, 1] == 1
+        starts[doc_starts] = True
+        self.seg_off = np.append(np.flatnonzero(starts), self.n_tokens).astype(np.int64)
+        self.seg_new_doc = np.zeros(self.seg_off.shape[0] - 1, dtype=np.uint8)
+        self.seg_new_doc[np.searchsorted(self.seg_off[:-1], doc_starts)] = 1
+
+
+class SegmentPool:
+    """Labels a batch's docs on up to n threads. Docs are independent and
+    each thread writes its own tokens, so the result does not depend on the
+    number of threads. The executor is made on first use and remade when the
+    thread count changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._size = 0
+
+    def _get(self, n_threads: int) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None or self._size != n_threads:
+                old = self._executor
+                self._executor = ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="spacy-sparse")
+                self._size = n_threads
+                if old is not None:
+                    old.shutdown(wait=False)
+            return self._executor
+
+    def run(self, batch: DocBatch, n_threads: int, run: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        """Call run(seg_off_part, seg_new_doc_part) on contiguous runs of
+        whole docs, one per thread (or once, on the calling thread, for a
+        small batch or one thread)."""
+        seg_off, new_doc = batch.seg_off, batch.seg_new_doc
+        doc_starts = np.flatnonzero(new_doc)
+        n_threads = min(n_threads, len(doc_starts))
+        if n_threads <= 1 or seg_off[-1] < MIN_TOKENS_PER_THREAD * 2:
+            run(seg_off, new_doc)
+            return
+        executor = self._get(n_threads)
+        # cut at the doc starts nearest to equal shares of tokens
+        targets = np.linspace(0, seg_off[-1], n_threads + 1)[1:-1]
+        at = doc_starts[np.searchsorted(seg_off[doc_starts], targets).clip(0, len(doc_starts) - 1)]
+        cuts = np.unique(np.concatenate([[0], at, [len(seg_off) - 1]]))
+        parts = [(seg_off[a:b + 1], new_doc[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+        for future in [executor.submit(run, *part) for part in parts]:
+            future.result()
