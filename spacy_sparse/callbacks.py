@@ -120,7 +120,7 @@ class SparsityCallback:
         if self.dc_admm is None:
             return True
         admm = st.get("admm")
-        return pipe.sparse.fixed is not None and admm is not None and self.admm_stopped(admm[1])
+        return pipe.sparse.admm.fixed is not None and admm is not None and self.admm_stopped(admm[1])
 
     def admm_stopped(self, admm: DcAdmm) -> bool:
         """Whether DC-ADMM has made its last iteration (max_iterations);
@@ -174,8 +174,7 @@ class SparsityCallback:
 
     def start_refit(self, pipe: SparsePipe, st: Dict[str, Any]) -> None:
         if self.min_update is not None:
-            pipe.cfg["min_updates"] = self.min_update
-            pipe.sparse.min_updates = self.min_update
+            pipe.min_updates = self.min_update
             self.log(f"{pipe.name}: min-update k = {self.min_update}")
 
     def admm_epoch(self, pipe: SparsePipe, st: Dict[str, Any], epoch: int) -> None:

@@ -8,9 +8,8 @@ Two weight layouts share those row numbers:
   updates, so the averaged perceptron weights `W - U / steps` are available
   at any time without a copy per step;
 - prediction: the averaged weights as a dense float32 matrix, cached until
-  the next update. (A per-row sparse layout was measured slower: the rows
-  read most often are the frequent features, whose rows are dense, and a
-  dense row add vectorizes.)
+  the next update (dense rows: the rows read most often belong to frequent
+  features, whose rows are dense, and a dense row add vectorizes);
 - storage: the averaged weights compressed per row (`ptr`, `lab`, `val`:
   each row's nonzero labels and values), which is what goes to disk and
   what the statistics count.
@@ -23,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import codec
+from .learner_state import AdmmPull, GroupScales
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
 from .templates import Template, compile_templates, parse_templates
 
@@ -51,25 +51,13 @@ class SparseLinearModel:
         self.version = 0
         # rare-feature pruning fixed the feature set: no new features
         self.closed = False
-        # sparseptron: per template, w = scale * v, and |v|^2 kept up to date
-        # by the learner, so a group-lasso prox step costs O(#templates);
-        # `selecting` makes predictions use the current iterate (the
-        # selection phase does not average)
-        self.scale = np.ones(n_tpl, dtype=np.float32)
-        self.norm2 = np.zeros(n_tpl, dtype=np.float64)
-        self.selecting = False
-        # DC-ADMM: the w-step pulls each row toward target (u - alpha) at
-        # rate 1 - pull per decision, lazily (stamp: the decision a row was
-        # last pulled at); `fixed` holds u, the discrete weights the model
-        # predicts with and saves while ADMM runs
-        self.pull = 1.0
-        self.target = np.zeros((1, 1), dtype=np.float32)
-        self.stamp = np.zeros(1, dtype=np.float64)
-        self.fixed: Optional[np.ndarray] = None
+        # the sparseptron's and DC-ADMM's state (learner_state.py)
+        self.groups = GroupScales.for_templates(n_tpl)
+        self.admm = AdmmPull()
         self.steps = np.zeros(1, dtype=np.float64)
         # training instances (docs) seen, for methods that act every K of them
         self.instances = 0
-        # dense training layout, made on demand (see _ensure_dense)
+        # dense training layout, made on demand (see ensure_training_layout)
         self.W: Optional[np.ndarray] = None
         self.U: Optional[np.ndarray] = None
         # AdaGrad's sums of squared gradients (only when that learner runs)
@@ -101,7 +89,7 @@ class SparseLinearModel:
         if np.any(2 * need + 2 > caps):
             new_caps = np.array([max(c, capacity_for(int(n))) for c, n in zip(caps, need)], dtype=np.int64)
             self._relayout(new_caps)
-        self._ensure_dense()
+        self.ensure_training_layout()
         rows_needed = int(self.n_rows[0]) + n_new * len(self.templates)
         if rows_needed > self.W.shape[0]:
             cap = max(rows_needed, 2 * self.W.shape[0])
@@ -109,14 +97,15 @@ class SparseLinearModel:
             self.U = _grow(self.U, cap)
             self.row_tpl = _grow(self.row_tpl, cap)
             self.updates = _grow(self.updates, cap)
-        if self.pull < 1.0 and self.target.shape != self.W.shape:
-            self.target = _grow(self.target, self.W.shape[0]) if self.target.shape[1] == self.W.shape[1] \
+        admm = self.admm
+        if admm.pulling and admm.target.shape != self.W.shape:
+            admm.target = _grow(admm.target, self.W.shape[0]) if admm.target.shape[1] == self.W.shape[1] \
                 else np.zeros_like(self.W)
-            self.stamp = _grow(self.stamp, self.W.shape[0])
+            admm.stamp = _grow(admm.stamp, self.W.shape[0])
         if adagrad and self.G.shape != self.W.shape:
             self.G = _grow(self.G, self.W.shape[0]) if self.G.shape[1] == self.W.shape[1] else np.zeros_like(self.W)
 
-    def _ensure_dense(self) -> None:
+    def ensure_training_layout(self) -> None:
         """Make the dense training layout from the compressed weights."""
         if self.W is not None:
             return
@@ -138,10 +127,11 @@ class SparseLinearModel:
 
     def learner_state(self) -> Tuple[np.ndarray, ...]:
         """The arrays a training kernel updates (see prefix_train_step)."""
-        return (self.W, self.U, self.G, self.updates, self.scale, self.norm2, self.target, self.stamp)
+        return (self.W, self.U, self.G, self.updates, self.groups.scale, self.groups.norm2, self.admm.target,
+                self.admm.stamp)
 
     def learner_params(self, adagrad: bool, lr: float) -> Tuple[Any, ...]:
-        return (bool(adagrad), float(lr), int(self.min_updates), bool(self.closed), float(self.pull))
+        return (bool(adagrad), float(lr), int(self.min_updates), bool(self.closed), float(self.admm.pull))
 
     def preset_features(self, keys_per_template: Sequence[np.ndarray]) -> None:
         """Make exactly these features (zero weights) and close the model
@@ -180,7 +170,7 @@ class SparseLinearModel:
     def keep_rows(self, keep: np.ndarray) -> int:
         """Delete the features whose `keep` is False (their memory is freed,
         and a later update may make them again). Returns how many went."""
-        self._ensure_dense()
+        self.ensure_training_layout()
         n = int(self.n_rows[0])
         keep = np.asarray(keep, dtype=bool)[:n]
         if keep.all():
@@ -201,10 +191,11 @@ class SparseLinearModel:
         self.W, self.U, self.row_tpl, self.updates = (shrink(a) for a in (self.W, self.U, self.row_tpl, self.updates))
         if self.G.shape[0] >= n and self.G.shape[0] > 1:
             self.G = shrink(self.G)
-        if self.target.shape[0] >= n and self.target.shape[0] > 1:
-            self.target, self.stamp = shrink(self.target), shrink(self.stamp)
-        if self.fixed is not None:
-            self.fixed = self.fixed[:n][keep[: self.fixed.shape[0]]] if self.fixed.shape[0] == n else None
+        if self.admm.target.shape[0] >= n and self.admm.target.shape[0] > 1:
+            self.admm.target, self.admm.stamp = shrink(self.admm.target), shrink(self.admm.stamp)
+        if self.admm.fixed is not None:
+            fixed = self.admm.fixed
+            self.admm.fixed = fixed[:n][keep[: fixed.shape[0]]] if fixed.shape[0] == n else None
         self.n_rows[0] = m
         self.changed()
         return n - m
@@ -215,20 +206,19 @@ class SparseLinearModel:
         dead = np.asarray(dead, dtype=bool)
         n = int(self.n_rows[0])
         removed = self.keep_rows(~dead[self.row_tpl[:n]])
-        self.norm2[dead] = 0.0
-        self.scale[dead] = 1.0
+        self.groups.reset(dead)
         return removed
 
     def fold_scale(self) -> None:
         """Multiply the sparseptron's template scales into the weights."""
-        if self.W is None or np.all(self.scale == 1.0):
+        if self.W is None or np.all(self.groups.scale == 1.0):
             return
         n = int(self.n_rows[0])
-        factor = self.scale[self.row_tpl[:n]].astype(np.float64)[:, None]
+        factor = self.groups.scale[self.row_tpl[:n]].astype(np.float64)[:, None]
         self.W[:n] *= factor.astype(np.float32)
         self.U[:n] *= factor
-        self.norm2 *= self.scale.astype(np.float64) ** 2
-        self.scale[:] = 1.0
+        self.groups.norm2 *= self.groups.scale.astype(np.float64) ** 2
+        self.groups.scale[:] = 1.0
         self.changed()
 
     def _relayout(self, caps: np.ndarray) -> None:
@@ -267,30 +257,30 @@ class SparseLinearModel:
         """The learner's averaged weights, whatever the model predicts with
         (a loaded model gets its training layout first, which then holds
         the float weights whatever `fixed` becomes)."""
-        self._ensure_dense()
-        fixed, self.fixed = self.fixed, None
+        self.ensure_training_layout()
+        fixed, self.admm.fixed = self.admm.fixed, None
         try:
             return self.averaged()
         finally:
-            self.fixed = fixed
+            self.admm.fixed = fixed
 
     def averaged(self) -> np.ndarray:
         """The weights the model predicts with and saves (n_rows x
         n_labels): the averaged perceptron's, the current iterate while the
         sparseptron selects, or DC-ADMM's discrete u while that runs."""
         n = int(self.n_rows[0])
-        if self.fixed is not None:
+        if self.admm.fixed is not None:
             out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
-            m = min(n, self.fixed.shape[0])
-            out[:m] = self.fixed[:m]
+            m = min(n, self.admm.fixed.shape[0])
+            out[:m] = self.admm.fixed[:m]
             return out
         if self.W is None:
             out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
             ptr, lab, val = self.compact()
             out[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
             return out
-        if self.selecting:
-            out = self.W[:n] * self.scale[self.row_tpl[:n]][:, None]
+        if self.groups.selecting:
+            out = self.W[:n] * self.groups.scale[self.row_tpl[:n]][:, None]
         elif self.steps[0] > 0:
             out = (self.W[:n] - self.U[:n] / self.steps[0]).astype(np.float32)
         else:
@@ -348,7 +338,7 @@ class SparseLinearModel:
         becomes empty are not saved). Ends training state; returns how many
         weights were dropped. A crude size knob for shipping a model; the
         sparsity methods do this properly."""
-        self._ensure_dense()
+        self.ensure_training_layout()
         self.finalize_average()
         n = int(self.n_rows[0])
         small = (np.abs(self.W[:n]) < threshold) & (self.W[:n] != 0)
@@ -361,7 +351,7 @@ class SparseLinearModel:
         """Memory the learner's per-feature arrays use for the features made
         so far (hash tables included; spare capacity not counted)."""
         n = int(self.n_rows[0])
-        per_row = sum(a[0:1].nbytes for a in (self.W, self.U, self.G, self.target, self.stamp)
+        per_row = sum(a[0:1].nbytes for a in (self.W, self.U, self.G, self.admm.target, self.admm.stamp)
                       if a is not None and a.shape[0] >= n and a.shape[0] > 1)
         return int(self.tab.nbytes + n * (per_row + self.updates.itemsize + self.row_tpl.itemsize))
 

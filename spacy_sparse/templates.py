@@ -252,7 +252,7 @@ def tagger_templates_v1() -> List[str]:
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms
 # and shapes in windows of +-2, affixes, capitalization patterns up to 3-grams
 # of shapes, earlier moves, and `hist`, the entity type last predicted for the
-# same word earlier in the doc. (`amb` classes overfit on CoNLL: README.)
+# same word earlier in the doc. (`amb` classes overfit on CoNLL: CHANGELOG.md.)
 NER_TEMPLATES: Tuple[str, ...] = (
     "lower@0",
     "tag@-1",
@@ -370,7 +370,7 @@ def apply_order(templates: Sequence[str], order: Sequence[str]) -> List[str]:
 # A parsing set of 100 templates: the 72 of Zhang & Nivre (2011) moved to
 # the arc-hybrid system (their S0h, the head of the stack top, which
 # arc-hybrid never has, becomes S1, the other candidate head of S0; S0h2
-# becomes S2), then additions measured on EWT dev (README): `amb` ambiguity
+# becomes S2), then additions measured on EWT dev (CHANGELOG.md): `amb` ambiguity
 # classes, which soften the tagger's errors, suffixes and shapes of S0/B0,
 # more B1-B3 lookahead and S1 dependents. Words are lowercase forms, "tag"
 # the tags of an earlier tagger. Cheap default order: the tag context of S1,

@@ -79,14 +79,14 @@ def test_budget_step_on_a_model_keeps_at_most_budget_templates(ewt_refs):
     before = template_norms(model)
     assert np.count_nonzero(before) > 8
     # the scaled step must equal Eq. 14 applied to the flat weights
-    w = model.W[:n] * model.scale[model.row_tpl[:n]][:, None]
+    w = model.W[:n] * model.groups.scale[model.row_tpl[:n]][:, None]
     d = group_weights(model.tab_count, "log2")
     tau = budget_gravity(before, d, 8)
     expect = group_lasso_prox(w.reshape(-1), np.repeat(model.row_tpl[:n], w.shape[1]), tau * d).reshape(w.shape)
     keys = model.keys_of_rows()
     report = prox_step(model, SparseptronSettings(budget=8))
     assert report["templates_alive"] == 8 == len(survivors(model))
-    after = model.W[: int(model.n_rows[0])] * model.scale[model.row_tpl[: int(model.n_rows[0])]][:, None]
+    after = model.W[: int(model.n_rows[0])] * model.groups.scale[model.row_tpl[: int(model.n_rows[0])]][:, None]
     kept = np.isin(keys, model.keys_of_rows())
     assert np.allclose(after, expect[kept], atol=1e-5)
     assert np.all(expect[~kept] == 0)  # only zeroed groups' features were freed

@@ -78,10 +78,10 @@ def stop_margins(margin: float, decay: float, n_tpl: int) -> Optional[np.ndarray
     after template t (0-based). decay = 1 is Strubell et al.'s single margin;
     then, and without a margin (< 0), this is None, and the kernels compile
     a version without the lookups (numba drops branches on a None
-    argument), as fast as before decay existed. With decay < 1 a word still
+    argument). With decay < 1 a word still
     undecided after many templates stops on a smaller lead: the templates
     left can move the scores less, and without it the hardest words always
-    run every template (README: Margin decay)."""
+    run every template (docs/how-it-works.md)."""
     if margin < 0.0 or decay == 1.0:
         return None
     return margin * decay ** np.arange(n_tpl, dtype=np.float64)
@@ -376,7 +376,7 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, thr, scores, 
     ahead[t - t0] itself (a tagger's rows cached per word type). The margin
     test runs after every template for dense rows, after the block for
     packed ones (the parser's: testing after every template stopped it too
-    early, see README). A task computes the keys of a block just before
+    early: CHANGELOG.md). A task computes the keys of a block just before
     scoring it, so templates after the stop cost nothing.
     """
     for t in range(t0, t1):

@@ -4,14 +4,14 @@ S = {+-(eta * kappa^x + delta) : 0 <= x < zeta} U {0}, learned by ADMM.
 One ADMM iteration per training epoch:
 - w-step: the epoch itself, the component's own learner with the biased L2
   term rho/2 |w - (u - alpha)|^2, applied lazily per feature by the kernels
-  (model.target, model.pull; kernels/scoring.py catch_up);
+  (model.admm.target, model.admm.pull; kernels/scoring.py catch_up);
 - u-step (Fig. 2): soft-threshold b' = rho/(lambda2 + rho) (w + alpha) by
   lambda1' = lambda1/(lambda2 + rho), then the nearest value of S; with
   lambda0 (our addition, an L0 term lambda0 [u != 0]), a weight keeps that
   value only if it pays for lambda0, else it is 0. L0 removes weights
   without shrinking the ones it keeps, which L1 does;
 - alpha += xi (w - u); stop when both residuals are below their epsilons.
-The model predicts with and saves u (model.fixed) while ADMM runs.
+The model predicts with and saves u (model.admm.fixed) while ADMM runs.
 
 QT, the baseline: the u-step alone (alpha = 0) on a trained float model.
 """
@@ -173,10 +173,10 @@ def quantize(model: SparseLinearModel, settings: AdmmSettings) -> Dict[str, floa
     predicts with and saves the quantized weights."""
     w = model.float_average()
     values = settings.values(w)
-    model.fixed = u_step(w, np.zeros_like(w), values, settings.rho, settings.lambda1, settings.lambda2,
+    model.admm.fixed = u_step(w, np.zeros_like(w), values, settings.rho, settings.lambda1, settings.lambda2,
                          settings.lambda0, settings.lambda0_feature)
     model.changed()
-    return {"distinct_weights": int(np.unique(model.fixed[model.fixed != 0]).size)}
+    return {"distinct_weights": int(np.unique(model.admm.fixed[model.admm.fixed != 0]).size)}
 
 
 class DcAdmm:
@@ -193,10 +193,9 @@ class DcAdmm:
     def begin(self, model: SparseLinearModel) -> None:
         """Start the first w-step: switch on the lazy pull (toward 0, as
         u = alpha = 0) from this decision on."""
-        model.pull = 1.0 - self.settings.step * self.settings.rho
-        model._ensure_dense()
-        model.target = np.zeros_like(model.W)
-        model.stamp = np.full(model.W.shape[0], model.steps[0], dtype=np.float64)
+        model.ensure_training_layout()
+        model.admm.begin(1.0 - self.settings.step * self.settings.rho, model.W.shape[0], model.W.shape[1],
+                         float(model.steps[0]))
 
     def iterate(self, model: SparseLinearModel) -> Dict[str, float]:
         """End a w-step: u-step, alpha-step, residuals; the next epoch is the
@@ -217,9 +216,9 @@ class DcAdmm:
         self.alpha, self.u = alpha, u
         self.iterations += 1
         self.converged = primal < s.eps_primal and dual < s.eps_dual
-        model.target = np.zeros_like(model.W)
-        model.target[:n] = u - alpha
-        model.fixed = u
+        model.admm.target = np.zeros_like(model.W)
+        model.admm.target[:n] = u - alpha
+        model.admm.fixed = u
         _restart_average(model)
         model.changed()
         return {"admm_iter": self.iterations, "primal": primal, "dual": dual, "converged": self.converged,
@@ -241,15 +240,15 @@ def _resize(arr: np.ndarray, shape) -> np.ndarray:
 def _catch_up_all(model: SparseLinearModel) -> None:
     """Apply every row's pending pull (the kernels do it when a row is read)."""
     n = int(model.n_rows[0])
-    if model.pull >= 1.0 or n == 0:
+    if model.admm.pull >= 1.0 or n == 0:
         return
     now = model.steps[0]
-    f = (model.pull ** np.maximum(0.0, now - model.stamp[:n]))[:, None]
-    target = model.target[:n]
+    f = (model.admm.pull ** np.maximum(0.0, now - model.admm.stamp[:n]))[:, None]
+    target = model.admm.target[:n]
     new = target + (model.W[:n] - target) * f.astype(np.float32)
     model.U[:n] += now * (new - model.W[:n])
     model.W[:n] = new
-    model.stamp[:n] = now
+    model.admm.stamp[:n] = now
 
 
 def _restart_average(model: SparseLinearModel) -> None:
@@ -260,5 +259,5 @@ def _restart_average(model: SparseLinearModel) -> None:
     model.U[:n] = 0.0
     # `steps` is both the averaging clock and the lazy pull's clock, and
     # every row was just caught up: restart both at 0 together
-    model.stamp[:] = 0.0
+    model.admm.stamp[:] = 0.0
     model.steps[0] = 0.0

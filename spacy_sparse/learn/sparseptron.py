@@ -7,7 +7,7 @@ more than `budget` groups are nonzero, the gravity is set between the
 budget-th and the next group's weighted norm (budget-driven shrinkage) and
 the group-lasso prox (Eq. 14) scales every group, zeroing all but `budget`
 of them. Weights are kept as w_m = c_m * v_m with |v_m|^2 maintained by the
-learner (model.scale, model.norm2), so a prox step changes one number per
+learner (model.groups.scale, model.groups.norm2), so a prox step changes one number per
 template; a zeroed group's features are deleted (their memory freed) and may
 grow back from later gradients, as in the paper.
 """
@@ -107,7 +107,7 @@ class SparseptronSettings:
 
 def template_norms(model: SparseLinearModel) -> np.ndarray:
     """|w_m| per template, from the kept |v_m|^2 and scales: O(#templates)."""
-    return model.scale.astype(np.float64) * np.sqrt(np.maximum(model.norm2, 0.0))
+    return model.groups.scale.astype(np.float64) * np.sqrt(np.maximum(model.groups.norm2, 0.0))
 
 
 def _prox_factors(norms: np.ndarray, d: np.ndarray, tau: float, coarse: Optional[np.ndarray],
@@ -159,11 +159,11 @@ def prox_step(model: SparseLinearModel, settings: SparseptronSettings) -> Dict[s
                                  settings.group_weight)
     tau, factor = budget_factors(norms, d, settings.budget, coarse, coarse_d)
     if tau > 0:
-        model.scale *= factor.astype(np.float32)
+        model.groups.scale *= factor.astype(np.float32)
         dead = (factor == 0) & (model.tab_count > 0)
         if dead.any():
             model.drop_templates(dead)
-        small = (model.scale > 0) & (model.scale < MIN_SCALE)
+        small = (model.groups.scale > 0) & (model.groups.scale < MIN_SCALE)
         if small.any():
             model.fold_scale()
         model.changed()
@@ -189,7 +189,7 @@ def kept_keys(model: SparseLinearModel, templates: List[str]) -> List[np.ndarray
 
 def start_selection(model: SparseLinearModel) -> None:
     """Switch a fresh model to the sparseptron's representation."""
-    model.selecting = True
+    model.groups.selecting = True
     model.changed()
 
 
@@ -199,7 +199,7 @@ def debias_templates(model: SparseLinearModel, settings: Optional[SparseptronSet
     if settings is not None:
         prox_step(model, settings)
     chosen = survivors(model)
-    model.selecting = False
+    model.groups.selecting = False
     model.fold_scale()
     model.changed()
     return chosen

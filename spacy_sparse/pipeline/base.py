@@ -24,7 +24,8 @@ from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 from .batching import MAX_TRAIN_CELLS, DocBatch, SegmentPool, token_chunks
-from .settings import COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_threads
+from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
+                       check_threads)
 
 
 def _no_forward(model, X, is_train):
@@ -120,6 +121,19 @@ class SparsePipe(TrainablePipe):
         return margin, stop_margins(margin, self.margin_decay, n_templates)
 
     @property
+    def min_updates(self) -> int:
+        """Min-update pruning's k. The setting lives in cfg (it is saved with
+        it); the model, whose averages it filters, reads it from here."""
+        return self.cfg["min_updates"]
+
+    @min_updates.setter
+    def min_updates(self, value: int) -> None:
+        self.cfg["min_updates"] = check_min_updates(value)
+        if self.sparse is not None:
+            self.sparse.min_updates = self.cfg["min_updates"]
+            self.sparse.changed()
+
+    @property
     def n_threads(self) -> int:
         """Threads that label one batch together (1: the calling thread)."""
         return self.cfg["n_threads"]
@@ -200,7 +214,7 @@ class SparsePipe(TrainablePipe):
             raise ValueError(f"No labels for {self.name!r}: the training data has no annotation it could learn")
         self.cfg["labels"] = list(labels)
         self.sparse = SparseLinearModel(templates, labels)
-        self.sparse.min_updates = self.cfg.get("min_updates", 1)
+        self.sparse.min_updates = self.min_updates
         self.sparse.lex_classes = dict(classes or {})
         self.lexicon.set_classes(self.sparse.lex_classes)
         self._labels_changed()
@@ -273,7 +287,6 @@ class SparsePipe(TrainablePipe):
         model = self._require_model()
         if not examples:
             return losses
-        model.min_updates = self.cfg.get("min_updates", 1)
         cells = self.decisions_per_token * len(model.templates) * max(1, model.n_labels)
         for part in token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
             losses[self.name] += float(self._train_batch(model, part))
@@ -349,6 +362,8 @@ class SparsePipe(TrainablePipe):
         except ValueError as err:
             raise ValueError(f"Cannot load {self.name!r}: {err}") from None
         self.cfg.update(cfg)
+        if self.sparse is not None:
+            self.sparse.min_updates = self.min_updates
 
     def _load_model(self, data: bytes, where: str = "bytes") -> None:
         try:
@@ -356,6 +371,7 @@ class SparsePipe(TrainablePipe):
         except ValueError as err:
             raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
         self.sparse = model
+        model.min_updates = self.min_updates
         self.lexicon.set_classes(model.lex_classes)
         self.cfg["templates"] = model.template_names
         self.cfg["labels"] = list(model.labels)

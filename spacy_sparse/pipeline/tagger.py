@@ -57,13 +57,13 @@ def make_sparse_tagger(
     margin_decay (float): with a margin, the lead that stops a token after
         its t-th template is margin * margin_decay**(t - 1); 1.0 keeps one
         margin throughout (the paper), below 1 the hardest words stop
-        sooner (README: Margin decay).
+        sooner (docs/how-it-works.md).
     train_margin (float): the margin m of the prefix-hinge objective.
     mode (str): "prefix" trains every template prefix as a hinge-loss
         classifier on every token; "dynamic" is Strubell et al. (2015) §4.4
         as written (prefixes only up to the one where gold first leads by the
         margin); "full" is the classic averaged perceptron on all templates,
-        the baseline. README.md compares them.
+        the baseline (docs/how-it-works.md).
     learner (str): "adagrad" (per-weight step sizes, as Strubell et al.) or
         "perceptron" (unit steps); both keep averaged weights for prediction.
     learn_rate (float): AdaGrad's base step size (the margin's unit).
