@@ -20,6 +20,7 @@ first kind, the parser the second.
 The template *is* the group of the group-lasso methods, the unit of dynamic
 feature selection, and one weight table in the model.
 """
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, List, Sequence, Tuple, Union
 
@@ -148,10 +149,18 @@ def check_kind(templates: Sequence[Template], kind: str, component: str) -> None
         raise ValueError(f"{component} templates must read {what}; these do not: {wrong[:5]}")
 
 
+# far more than any useful set (the largest shipped one has 100); a model file
+# naming more is corrupt or hostile, and is refused before any work per template
+MAX_TEMPLATES = 10_000
+
+
 def parse_templates(texts: Iterable[str]) -> List[Template]:
+    texts = list(texts)
+    if len(texts) > MAX_TEMPLATES:
+        raise ValueError(f"A template set holds at most {MAX_TEMPLATES:,} templates, got {len(texts):,}")
     templates = [parse_template(t) for t in texts]
-    names = [t.name for t in templates]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    counts = Counter(t.name for t in templates)
+    dupes = sorted(n for n, c in counts.items() if c > 1)
     if dupes:
         raise ValueError(f"Duplicate templates: {', '.join(dupes)}")
     if not templates:

@@ -128,3 +128,16 @@ def test_prune_cli_makes_a_smaller_model_that_still_tags(trained_dir, tmp_path):
     assert after < before
     doc = spacy.load(out)("The results were published yesterday .")
     assert all(t.tag_ for t in doc)
+
+
+def test_tag_refuses_to_write_over_its_input(tmp_path):
+    """`tag X X` (or through a link) would truncate X before reading it."""
+    src = tmp_path / "in.txt"
+    src.write_text("The ferry left at dawn.\nIt came back at noon.\n", encoding="utf8")
+    link = tmp_path / "link.txt"
+    link.symlink_to(src)
+    for out in (src, link):
+        proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", str(src), str(out), "--quiet"],
+                              cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 1 and "The output is the input" in proc.stderr
+        assert src.read_text(encoding="utf8").count("\n") == 2

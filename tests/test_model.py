@@ -116,3 +116,13 @@ def test_a_saved_cfg_with_a_wrong_value_fails_on_load(trained, tmp_path):
         with pytest.raises(ValueError, match=f"Cannot load 'sparse_tagger': {key} must be"):
             spacy.load(tmp_path / "p")
         nlp.to_disk(tmp_path / "p")
+
+
+def test_template_sets_are_bounded_and_duplicates_named():
+    from spacy_sparse.templates import MAX_TEMPLATES, parse_templates
+
+    with pytest.raises(ValueError, match="at most 10,000 templates"):
+        parse_templates([f"lower@{i}" for i in range(MAX_TEMPLATES + 1)])
+    with pytest.raises(ValueError, match="Duplicate templates: lower@0"):
+        parse_templates(["lower@0", "suf3@0", "lower@0"])
+    assert len(parse_templates([f"lower@{i}" for i in range(-2000, 2000)])) == 4000

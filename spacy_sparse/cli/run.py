@@ -1,5 +1,6 @@
 """The main job: `demo` (the embedded default), `tag` (a corpus in bounded memory) and `tag-shards` (Dask)."""
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,6 +67,11 @@ def cmd_tag(args: argparse.Namespace) -> int:
     from ..stream import DocBinWriter, JsonlWriter, RecordReader, annotate
 
     fmt = args.format or ("jsonl" if str(args.input).endswith((".jsonl", ".json")) else "text")
+    if args.input != "-" and args.output != "-" and Path(args.output).exists() and \
+            os.path.samefile(args.input, args.output):
+        print(f"The output is the input ({args.output}): writing it would erase what is being read",
+              file=sys.stderr)
+        return 1
     nlp = load_pipeline(args.model, args.n_threads)
     fin = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")
     to_docbin = args.output != "-" and (args.output.endswith(".spacy") or Path(args.output).is_dir())
