@@ -33,6 +33,10 @@ BENCH_SECTIONS = [
      "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
     ("tagger_gold", "Trained tagger with gold tokens and gold sentences",
      "The same setting for the float tagger of `configs/tagger.cfg`."),
+    ("composed_raw", "Every sparsity method on one tagger (`configs/tagger_composed.cfg`) on raw text",
+     "`model-best` of `spacy train configs/tagger_composed.cfg` on EWT train/dev: sparseptron selection of 44 of the "
+     "48 templates, a refit with min-update (k = 3), five DC-ADMM iterations with L0 terms (8 weight values); "
+     "the same raw-text input as above, with `margin_decay` 0.95 beside the single margin."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
      "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "
@@ -93,7 +97,10 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
     text = "\n".join(lines)
     words = f"{first['words']:,} words, " + ("raw text" if first.get("text") == "raw" else "gold tokens") + \
         (", gold sentences" if first.get("gold_sentences") else "")
-    text += f"\n\n`{first['model']}` ({mb(first.get('pipeline_bytes'))} on disk), {words}, best of {first['repeat']} " \
+    sizes = f"{mb(first.get('pipeline_bytes'))} directory"
+    if first.get("component_bytes"):
+        sizes += f", {first['component']} model file {first['component_bytes']:,} bytes"
+    text += f"\n\n`{first['model']}` ({sizes}), {words}, best of {first['repeat']} " \
             f"timings per run, {len(found)} run(s)."
     if has_cmp:
         c = [run["compare"] for run in found]
@@ -136,7 +143,8 @@ def headline() -> Optional[str]:
     meta: Dict[str, Any] = {}
     cnn: Optional[Dict[str, Any]] = None
     for stem, name in (("default_raw", "embedded default (`load_default()`)"),
-                       ("tagger_raw", "`configs/tagger.cfg`")):
+                       ("tagger_raw", "`configs/tagger.cfg`"),
+                       ("composed_raw", "`configs/tagger_composed.cfg`")):
         found = runs(stem)
         if not found:
             continue
@@ -147,17 +155,17 @@ def headline() -> Optional[str]:
         ratio = span([r["rows"][none]["ratio_vs_compare"] for r in found], "{:.1f}", "×") if "compare" in first else "–"
         rows.append(f"| {name} | {100 * first['rows'][none]['accuracy']:.2f} | {gold_acc} | "
                     f"{span([r['rows'][none]['words_per_second'] for r in found])} | {ratio} | "
-                    f"{mb(first.get('pipeline_bytes'))} |")
+                    f"{mb(first.get('component_bytes'))} | {mb(first.get('pipeline_bytes'))} |")
         if "compare" in first and cnn is None:
             cnn = dict(first["compare"], words=span([r["compare"]["words_per_second"] for r in found]))
         meta = meta or first.get("meta", {})
     if not rows:
         return None
     table = ["| tagger, EWT test | tag acc, raw text | tag acc, gold tokens + sentences | words/s | vs spaCy CNN | "
-             "size |", "|---|---|---|---|---|---|", *rows]
+             "model file | pipeline directory |", "|---|---|---|---|---|---|---|", *rows]
     if cnn and cnn.get("accuracy") is not None:
         table.append(f"| spaCy CNN tagger (`configs/cnn_tagger.cfg`) | {100 * cnn['accuracy']:.2f} | – | "
-                     f"{cnn['words']} | 1× | {mb(cnn.get('pipeline_bytes'))} |")
+                     f"{cnn['words']} | 1× | – | {mb(cnn.get('pipeline_bytes'))} |")
     m = meta.get("machine", {})
     table.append("")
     table.append(f"Margin none (every template). {m.get('cores', '?')}-core {m.get('cpu', '?')}, {meta.get('date', '?')}, "

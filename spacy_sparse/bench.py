@@ -214,7 +214,8 @@ def run_bench(
         r["speedup"] = r["words_per_second"] / base if base else None
     result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data), "words": n_words,
                               "text": text, "repeat": repeat, "gold_sentences": sents, "rows": rows,
-                              "pipeline_bytes": directory_bytes(model)}
+                              "pipeline_bytes": directory_bytes(model),
+                              "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
     if compare:
         other = spacy.load(compare)
         other_docs = input_docs(other, references, text, sents, tags)

@@ -108,7 +108,7 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
         # starts; on raw multi-sentence text a rule-based sentencizer supplies
         # them (at a cost: spaCy's sentencizer runs Python per token)
         nlp.add_pipe("sentencizer", first=True)
-    nlp.meta["name"] = "en_ewt_sparse_tagger"
+    nlp.meta["name"] = "ewt_sparse_tagger"  # spacy package prefixes the language: en_ewt_sparse_tagger
     nlp.meta["license"] = "CC BY-SA 4.0"
     nlp.meta["sources"] = [{"name": "UD English-EWT", "license": "CC BY-SA 4.0"}]
     if DEFAULT_MODEL_PATH.exists():
