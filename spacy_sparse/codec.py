@@ -67,7 +67,9 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     elif grouped and codebook.size > MAX_CODEBOOK:
         raise ValueError(f"{codebook.size} distinct weights: a grouped file holds at most {MAX_CODEBOOK}")
     templates = model.template_names
-    if grouped:
+    if grouped and counts.any():
+        # templates left without features go; a model with no features yet
+        # (initialized, not trained) keeps them all, so it loads again
         alive = counts > 0
         templates = [t for t, a in zip(templates, alive) if a]
         counts = counts[alive]

@@ -22,19 +22,25 @@ class RecordReader:
     """Iterate (text, line number) over a binary stream of one doc per line:
     plain text, or JSON objects with a "text" string.
 
-    Empty lines are skipped silently; invalid UTF-8, invalid JSON or a
-    missing "text" is reported and skipped (on_error="skip"), or ends the
+    Empty lines are skipped silently; invalid UTF-8, invalid JSON, a
+    missing "text" or text that is not valid Unicode (a lone surrogate from
+    a JSON escape) is reported and skipped (on_error="skip"), or ends the
     input there (on_error="fail"): the docs before it are still annotated
-    and written, and `error` says what stopped it.
+    and written, and `error` says what stopped it. A text longer than
+    `max_length` characters is not dropped: it is split at sentence ends (or
+    else spaces) into pieces of at most `max_length`, each a doc with the
+    same line number, which together hold the whole text.
     """
 
     def __init__(self, stream: IO[bytes], fmt: str, on_error: str = "skip",
-                 report: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
+                 report: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                 max_length: Optional[int] = None):
         if fmt not in FORMATS:
             raise ValueError(f"input format must be one of {FORMATS}, got {fmt!r}")
         if on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
         self.stream, self.fmt, self.on_error, self.report = stream, fmt, on_error, report
+        self.max_length = max_length
         self.error: Optional[str] = None
         self.skipped = 0
 
@@ -49,7 +55,11 @@ class RecordReader:
                 self.skipped += 1
                 self.report(f"skipped {message}")
             elif text is not None:
-                yield text, number
+                if self.max_length is not None and len(text) > self.max_length:
+                    for piece in split_long(text, self.max_length):
+                        yield piece, number
+                else:
+                    yield text, number
 
     def _parse(self, raw: bytes) -> Tuple[Optional[str], Optional[str]]:
         try:
@@ -66,7 +76,29 @@ class RecordReader:
             return None, f"invalid JSON ({err.msg})"
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             return None, 'no "text" string'
-        return record["text"], None
+        text = record["text"]
+        try:
+            text.encode("utf8")
+        except UnicodeEncodeError as err:
+            return None, f"the text is not valid Unicode ({err.reason} at character {err.start})"
+        return text, None
+
+
+def split_long(text: str, limit: int) -> Iterator[str]:
+    """`text` in consecutive pieces of at most `limit` characters, cut after
+    the last sentence end (". ", "! ", "? ") in reach, else at the last
+    space, else at the limit. The pieces concatenate to `text`."""
+    limit = max(1, limit)
+    while len(text) > limit:
+        window = text[:limit]
+        cut = max(window.rfind(end) for end in (". ", "! ", "? "))
+        cut = cut + 1 if cut > 0 else window.rfind(" ")
+        if cut <= 0:
+            cut = limit
+        yield text[:cut]
+        text = text[cut:]
+    if text:
+        yield text
 
 
 def doc_to_json(doc: Doc, line: Optional[int] = None) -> Dict[str, Any]:
@@ -171,7 +203,7 @@ def annotate_file(
 ) -> Dict[str, int]:
     """One input file to one JSONL file (the unit of work of a shard)."""
     with Path(src).open("rb") as fin, Path(dst).open("w", encoding="utf8") as fout:
-        reader = RecordReader(fin, fmt, on_error)
+        reader = RecordReader(fin, fmt, on_error, max_length=nlp.max_length)
         stats = annotate(nlp, reader, JsonlWriter(fout), batch_size=batch_size)
     if reader.error:
         raise ValueError(f"{src}, {reader.error}")

@@ -126,3 +126,31 @@ def test_template_sets_are_bounded_and_duplicates_named():
     with pytest.raises(ValueError, match="Duplicate templates: lower@0"):
         parse_templates(["lower@0", "suf3@0", "lower@0"])
     assert len(parse_templates([f"lower@{i}" for i in range(-2000, 2000)])) == 4000
+
+
+@pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner", "sparse_parser"])
+def test_an_initialized_untrained_component_round_trips(factory, ewt_refs, tmp_path):
+    """Every state a component can be in survives to_bytes, to_disk + spacy.load and pickling."""
+    import pickle
+
+    from spacy.training import Example
+
+    from conftest import bare
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(factory)
+    refs = [r.copy() for r in ewt_refs["train"][:3]]
+    if factory == "sparse_ner":
+        from spacy.tokens import Span
+
+        for ref in refs:
+            ref.set_ents([Span(ref, 0, 1, label="THING")])
+    nlp.initialize(lambda: [Example(bare(r), r) for r in refs])
+    assert pipe.sparse is not None and int(pipe.sparse.n_rows[0]) == 0
+    again = spacy.blank("en").add_pipe(factory).from_bytes(pipe.to_bytes())
+    assert again.labels == pipe.labels
+    nlp.to_disk(tmp_path / "p")
+    assert spacy.load(tmp_path / "p").get_pipe(factory).labels == pipe.labels
+    assert pickle.loads(pickle.dumps(nlp)).get_pipe(factory).labels == pipe.labels
+    doc = spacy.load(tmp_path / "p")("The ferry left at dawn .")
+    assert len(doc) == 6

@@ -61,6 +61,44 @@ def test_bad_lines_are_reported_and_skipped(tmp_path):
     assert [json.loads(x)["line"] for x in out.read_text().splitlines()] == [1, 6]
 
 
+def test_a_lone_surrogate_costs_only_its_own_line(tmp_path):
+    """Valid JSON whose text is not valid Unicode goes through the bad-line path; the docs around it are written."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"text": "Good one ."}\n{"text": "bad \\ud800 escape"}\n{"text": "Last ."}\n')
+    out = tmp_path / "out.jsonl"
+    proc = run_tag(str(src), str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "line 2: the text is not valid Unicode" in proc.stderr.decode()
+    assert [json.loads(x)["line"] for x in out.read_text(encoding="utf8").splitlines()] == [1, 3]
+
+
+def test_an_over_long_text_is_split_not_dropped():
+    """A text over nlp.max_length becomes several docs of the same line that hold all of it."""
+    import io
+
+    from spacy_sparse.stream import JsonlWriter, RecordReader, annotate
+
+    nlp = spacy_sparse_default()
+    nlp.max_length = 60
+    long = " ".join(["The ferry left the harbour at dawn."] * 12) + " " + "x" * 150
+    lines = ("Short one.\n" + long + "\nLast one.\n").encode()
+    out = io.StringIO()
+    reader = RecordReader(io.BytesIO(lines), "text", max_length=nlp.max_length)
+    stats = annotate(nlp, reader, JsonlWriter(out), batch_size=4)
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    middle = [r for r in rows if r["line"] == 2]
+    assert len(middle) > 3 and all(len(r["text"]) <= 60 for r in middle)
+    assert "".join(r["text"] for r in middle) == long
+    assert middle[0]["text"].endswith("dawn.")  # cut at a sentence end
+    assert [r["line"] for r in rows][0] == 1 and rows[-1]["line"] == 3 and stats["docs"] == len(rows)
+
+
+def spacy_sparse_default():
+    import spacy_sparse
+
+    return spacy_sparse.load_default()
+
+
 def test_on_error_fail_keeps_what_came_before(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_bytes(b'{"text": "First ."}\n{"text": "Second ."}\n{"text": 3}\n{"text": "Never ."}\n')

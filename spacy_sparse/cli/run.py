@@ -83,7 +83,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     bar = tqdm(unit=" words", unit_scale=True, file=sys.stderr, disable=True if args.quiet else None,
                mininterval=1.0)
     reader = RecordReader(fin, fmt, args.on_error, report=bar.write if not bar.disable else
-                          (lambda m: print(m, file=sys.stderr)))
+                          (lambda m: print(m, file=sys.stderr)), max_length=nlp.max_length)
     try:
         stats = annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
                          progress=bar.update)
