@@ -149,6 +149,31 @@ def decode(msg: Any) -> "SparseLinearModel":
     return model
 
 
+def seal(msg: Dict[str, Any]) -> bytes:
+    """The file: the encoded model as msgpack bytes inside an envelope with
+    its CRC-32, so a flipped bit or a cut anywhere is found before the
+    payload is used."""
+    payload = dumps(msg)
+    return dumps({"format": FORMAT_NAME, "crc32": zlib.crc32(payload), "payload": payload})
+
+
+def unseal(data: bytes) -> Any:
+    """The encoded model in a file written by `seal` (its CRC-32 checked), or
+    in an older file written without the envelope."""
+    outer = loads(data)
+    if not isinstance(outer, dict) or "payload" not in outer:
+        return outer  # written before files were sealed: no checksum to check
+    payload, crc = outer.get("payload"), outer.get("crc32")
+    if outer.get("format") != FORMAT_NAME or not isinstance(payload, bytes) or not isinstance(crc, int):
+        raise ValueError("Corrupt model: the file's envelope is damaged")
+    if zlib.crc32(payload) != crc:
+        raise ValueError("Corrupt model: the checksum does not match (the file was changed or cut)")
+    inner = loads(payload)
+    if isinstance(inner, dict) and "payload" in inner:
+        raise ValueError("Corrupt model: an envelope inside an envelope")
+    return inner
+
+
 def dumps(msg: Dict[str, Any]) -> bytes:
     import srsly
 

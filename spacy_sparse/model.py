@@ -369,7 +369,7 @@ class SparseLinearModel:
             "nonzero_features": int(nz_rows.sum()),
             "nonzero_weights": int(nz.size),
             "distinct_weights": int(np.unique(nz).size),
-            "bytes": len(codec.dumps(self.to_dict())),
+            "bytes": len(self.to_bytes()),
             "features_per_template": {t.name: int(c) for t, c in zip(self.templates, per_tpl)},
         }
 
@@ -413,11 +413,12 @@ class SparseLinearModel:
         return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
 
     def to_bytes(self) -> bytes:
-        return codec.dumps(self.to_dict())
+        """The model file (codec.seal: the encoded model with its checksum)."""
+        return codec.seal(self.to_dict())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "SparseLinearModel":
-        return cls.from_dict(codec.loads(data))
+        return cls.from_dict(codec.unseal(data))
 
 
 def _empty_compact(n_rows: int):

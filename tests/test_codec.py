@@ -153,3 +153,21 @@ def test_corrupt_grouped_file_fails_clearly(small_tagger):
 
 
 # ---- callbacks through spacy train -----------------------------------------------------------
+
+
+def test_every_flipped_bit_is_caught_before_use(small_tagger):
+    """Model files carry a CRC-32 of their payload: no single-bit flip or cut loads silently."""
+    import gc
+
+    data = small_tagger[1].sparse.to_bytes()
+    rng = np.random.default_rng(0)
+    for pos in rng.choice(len(data) * 8, size=400, replace=False):
+        bad = bytearray(data)
+        bad[pos // 8] ^= 1 << (pos % 8)
+        with pytest.raises(ValueError):
+            SparseLinearModel.from_bytes(bytes(bad))
+    for cut in (1, 10, len(data) // 2, len(data) - 1):
+        with pytest.raises(ValueError):
+            SparseLinearModel.from_bytes(data[:cut])
+    assert gc.isenabled()
+    assert SparseLinearModel.from_bytes(data).to_bytes() == data

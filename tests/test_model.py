@@ -4,6 +4,7 @@ import pytest
 import spacy
 import srsly
 
+from spacy_sparse import codec
 from spacy_sparse.model import SparseLinearModel
 
 
@@ -46,14 +47,14 @@ def test_corrupt_or_foreign_bytes_raise_value_error(model_bytes, mangle):
     ("row_length", np.array([1], dtype=np.uint8)),
 ])
 def test_inconsistent_fields_raise_value_error(model_bytes, field, value):
-    msg = srsly.msgpack_loads(model_bytes)
+    msg = codec.unseal(model_bytes)
     msg[field] = value
     with pytest.raises(ValueError):
         SparseLinearModel.from_dict(msg)
 
 
 def test_weights_out_of_range_labels(model_bytes):
-    msg = srsly.msgpack_loads(model_bytes)
+    msg = codec.unseal(model_bytes)
     msg["labels"] = msg["labels"][:2]
     with pytest.raises(ValueError, match="label"):
         SparseLinearModel.from_dict(msg)

@@ -19,6 +19,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from .. import codec
 from ..kernels.scoring import stop_margins
 from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
@@ -320,8 +321,8 @@ class SparsePipe(TrainablePipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "SparsePipe":
         try:
-            data = srsly.msgpack_loads(bytes_data)
-        except Exception as err:
+            data = codec.loads(bytes_data)
+        except ValueError as err:
             raise ValueError(f"Cannot load {self.name!r}: not spacy-sparse component bytes ({err})") from None
         if not isinstance(data, dict) or "cfg" not in data:
             raise ValueError(f"Cannot load {self.name!r}: not spacy-sparse component bytes")
@@ -383,7 +384,7 @@ class SparsePipe(TrainablePipe):
 
 
 def _unpickle_pipe(cls, vocab, name, scorer, data):
-    cfg = srsly.json_loads(srsly.msgpack_loads(data)["cfg"])
+    cfg = srsly.json_loads(codec.loads(data)["cfg"])
     kwargs = {k: v for k, v in cfg.items() if k != "labels"}
     pipe = cls(vocab, name, scorer=scorer, **kwargs)
     pipe.from_bytes(data)
