@@ -37,6 +37,14 @@ READ_VERSIONS = (1, 2, 3, 4)
 UINTS = (np.uint8, np.uint16, np.uint32, np.uint64)
 # most distinct weights a grouped file holds (codes fit in one byte)
 MAX_CODEBOOK = 256
+# Limits a file must keep before anything is inflated or allocated. Far above
+# any model we train (the parser: ~0.3M features x 114 actions, 5M weights),
+# they bound what a corrupt or hostile file can make the loader allocate.
+MAX_FEATURES = 16_000_000
+MAX_LABELS = 65_535
+MAX_DENSE_CELLS = 2 ** 28  # features x labels of the float32 matrix prediction builds (1 GiB)
+MAX_WEIGHTS = 64_000_000
+MAX_CLASSES = 4_000_000
 
 
 def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[str, Any]:
@@ -111,14 +119,21 @@ def decode(msg: Any) -> "SparseLinearModel":
     _check_format(msg)
     from .model import SparseLinearModel
 
+    if len(msg["labels"]) > MAX_LABELS:
+        raise ValueError(f"Corrupt model: {len(msg['labels']):,} labels (at most {MAX_LABELS:,})")
     model = SparseLinearModel(msg["templates"], msg["labels"])
     n_tpl, n_labels = len(model.templates), len(model.labels)
     counts = _array(msg, "template_features", (np.int64,), 1)
+    if counts.shape[0] != n_tpl or np.any(counts < 0):
+        raise ValueError("Corrupt model: feature counts per template do not add up")
+    total = int(counts.sum(dtype=np.float64))  # float: a hostile sum cannot wrap around
+    if total > MAX_FEATURES or total * max(1, n_labels) > MAX_DENSE_CELLS:
+        raise ValueError(f"Corrupt model: {total:,} features of {n_labels:,} labels is beyond what this build loads")
     version = msg["version"]
     key_types = {1: (np.uint64,), 2: (np.uint64,), 3: (np.uint32,)}.get(version, UINTS)
-    keys = _array(msg, "feature_key", key_types, 1)
+    keys = _array(msg, "feature_key", key_types, 1, limit=total)
     n = keys.shape[0]
-    if counts.shape[0] != n_tpl or np.any(counts < 0) or counts.sum() != n:
+    if counts.sum() != n:
         raise ValueError("Corrupt model: feature counts per template do not add up")
     if version >= 4:
         keys = _index_from_steps(keys.astype(np.int64), counts)
@@ -139,8 +154,8 @@ def decode(msg: Any) -> "SparseLinearModel":
         raise ValueError("Corrupt model: invalid feature keys or weights")
     if not model.load_features(tpl, keys, row_len, lab, val):
         raise ValueError("Corrupt model: duplicate features")
-    class_keys = _array(msg, "class_keys", (np.uint64,), 1)
-    class_values = _array(msg, "class_values", (np.uint64,), 1)
+    class_keys = _array(msg, "class_keys", (np.uint64,), 1, limit=MAX_CLASSES)
+    class_values = _array(msg, "class_values", (np.uint64,), 1, limit=MAX_CLASSES)
     if version >= 4:
         class_keys = np.cumsum(class_keys, dtype=np.uint64)
     if class_keys.shape != class_values.shape:
@@ -212,10 +227,12 @@ def _check_format(msg: Any) -> None:
         raise ValueError("Corrupt model: 'labels' must be a list of strings")
 
 
-def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int) -> np.ndarray:
+def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int, limit: Optional[int] = None) -> np.ndarray:
+    """A field as an array of one of `dtypes`; a compressed field may
+    declare at most `limit` items, checked before it is inflated."""
     arr = msg.get(name)
     if isinstance(arr, dict):
-        arr = _unzipped(arr, name)
+        arr = _unzipped(arr, name, limit)
     if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.dtype not in [np.dtype(d) for d in dtypes]:
         raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
     return arr
@@ -349,10 +366,11 @@ def _zipped_bytes(fields: Dict[str, Dict[str, Any]]) -> int:
     return sum(len(f["zlib"]) for f in fields.values())
 
 
-def _unzipped(field: Dict[str, Any], name: str) -> np.ndarray:
+def _unzipped(field: Dict[str, Any], name: str, limit: Optional[int] = None) -> np.ndarray:
     """A 1-d array stored by _zipped (version 3: without planes). The
-    declared size bounds what is inflated, so a corrupt or hostile file
-    cannot exhaust memory."""
+    declared size, held to `limit` (what the file's own counts allow) before
+    anything is inflated, bounds what is inflated, so a corrupt or hostile
+    file cannot exhaust memory."""
     data, dtype, size = field.get("zlib"), field.get("dtype"), field.get("size")
     planes = field.get("planes", False)
     if not isinstance(data, bytes) or dtype not in ("|u1", "<u2", "<u4", "<u8") or not isinstance(size, int) \
@@ -362,6 +380,9 @@ def _unzipped(field: Dict[str, Any], name: str) -> np.ndarray:
     n_bytes = size * width
     if size < 0 or n_bytes > 1100 * len(data) + 64:  # beyond what zlib can reach
         raise ValueError(f"Corrupt model: field {name!r} declares an impossible size")
+    if limit is not None and size > limit:
+        raise ValueError(f"Corrupt model: field {name!r} declares {size:,} items where the file's counts allow "
+                         f"{limit:,}")
     inflate = zlib.decompressobj()
     try:
         raw = inflate.decompress(data, n_bytes)
@@ -385,8 +406,10 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[
     if msg.get("weights") != "grouped":
         raise ValueError(f"Corrupt model: unknown weight layout {msg.get('weights')!r}")
     codebook = _array(msg, "codebook", (np.float32,), 1)
-    row_len = _array(msg, "row_length", UINTS, 1).astype(np.int64)
-    entries = _array(msg, "row_entry", UINTS, 1).astype(np.int64)
+    n_features = int(counts.sum())
+    row_len = _array(msg, "row_length", UINTS, 1, limit=n_features).astype(np.int64)
+    entries = _array(msg, "row_entry", UINTS, 1,
+                     limit=min(MAX_WEIGHTS, row_len.shape[0] * max(1, n_labels))).astype(np.int64)
     n_codes = max(1, codebook.size)
     if int(row_len.sum()) != entries.size or (row_len.size and row_len.min() < 1):
         raise ValueError("Corrupt model: feature arrays disagree in length")
@@ -397,9 +420,8 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[
         if _names_a_label_twice(labels, row_len):
             raise ValueError("Corrupt model: a row names one label twice")
         labels = _index_from_steps(labels, row_len)
-    n_features = int(counts.sum())
     if "feature_row" in msg:
-        index = _array(msg, "feature_row", UINTS, 1).astype(np.int64)
+        index = _array(msg, "feature_row", UINTS, 1, limit=n_features).astype(np.int64)
         if version == 3 and index.size == n_features:
             index = _index_from_steps(index, counts)
         if index.size != n_features or (index.size and (int(index.max()) >= row_len.size or index.min() < 0)):

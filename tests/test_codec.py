@@ -171,3 +171,31 @@ def test_every_flipped_bit_is_caught_before_use(small_tagger):
             SparseLinearModel.from_bytes(data[:cut])
     assert gc.isenabled()
     assert SparseLinearModel.from_bytes(data).to_bytes() == data
+
+
+def test_a_hostile_file_is_refused_before_it_is_inflated(small_tagger):
+    """A field that declares more items than the file's own counts allow, or counts beyond the build's limits,
+    fails at once, without inflating or allocating them."""
+    import resource
+    import time
+    import zlib
+
+    from spacy_sparse import codec
+
+    msg = codec.unseal(small_tagger[1].sparse.to_bytes())
+    bomb = dict(msg)  # 1 GiB of zeros in a few hundred kilobytes
+    packer, chunk = zlib.compressobj(9), bytes(2 ** 20)
+    zeros = b"".join(packer.compress(chunk) for _ in range(1024)) + packer.flush()
+    bomb["feature_key"] = {"zlib": zeros, "dtype": "|u1", "size": 2 ** 30, "planes": True}
+    start, rss = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ValueError, match="declares"):
+        SparseLinearModel.from_bytes(codec.seal(bomb))
+    assert time.perf_counter() - start < 2.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 200 * 1024  # KiB: no GiB was allocated
+    huge = dict(msg)
+    huge["template_features"] = np.full(len(msg["templates"]), 10 ** 17, dtype=np.int64)
+    with pytest.raises(ValueError, match="beyond what this build loads"):
+        SparseLinearModel.from_bytes(codec.seal(huge))
+    many_labels = dict(msg, labels=[f"L{i}" for i in range(70_000)])
+    with pytest.raises(ValueError, match="labels"):
+        SparseLinearModel.from_bytes(codec.seal(many_labels))
