@@ -93,19 +93,24 @@ class SparsityCallback:
         for pipe in pipes:
             if pipe.sparse is None:
                 continue
-            st = self.state.setdefault(pipe.name, {"epoch": -1, "phase": None})
-            if epoch != st["epoch"]:
-                self.new_epoch(pipe, st, epoch)
-                st["epoch"] = epoch
-                self.record(nlp, pipe, st, epoch)
-            if st["phase"] == "select":
-                model = pipe.sparse
-                if model.instances - st["last_prox"] >= self.sparseptron.every:
-                    st["last_prox"] = model.instances
-                    prox_step(model, self.sparseptron)
+            with pipe.sparse.guard.writing():  # the methods change the arrays predictions read
+                self.step(nlp, pipe, epoch)
         done = all(self.finished(pipe) for pipe in pipes)
         for pipe in pipes:
             pipe.compression_done = done
+
+    def step(self, nlp: Language, pipe: SparsePipe, epoch: int) -> None:
+        """What the methods do for one component before one update."""
+        st = self.state.setdefault(pipe.name, {"epoch": -1, "phase": None})
+        if epoch != st["epoch"]:
+            self.new_epoch(pipe, st, epoch)
+            st["epoch"] = epoch
+            self.record(nlp, pipe, st, epoch)
+        if st["phase"] == "select":
+            model = pipe.sparse
+            if model.instances - st["last_prox"] >= self.sparseptron.every:
+                st["last_prox"] = model.instances
+                prox_step(model, self.sparseptron)
 
     def finished(self, pipe: SparsePipe) -> bool:
         """Whether every method has reached its last phase for this

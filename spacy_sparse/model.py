@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import codec
+from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
 from .templates import Template, compile_templates, parse_templates
@@ -67,6 +68,8 @@ class SparseLinearModel:
         self._dense: Optional[np.ndarray] = None
         self._packed: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self._lock = threading.RLock()
+        # predictions read, training steps write (guard.py)
+        self.guard = ReadWriteGuard()
         # ambiguity classes: hash of a lowercase form -> hash of its class
         self.lex_classes: Dict[int, int] = {}
 

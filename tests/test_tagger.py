@@ -239,3 +239,53 @@ def test_a_huge_batch_is_learned_in_runs_with_the_same_result(ewt_refs, monkeypa
     assert len(cut_runs) > 5 and sum(cut_runs) == 200 and whole_runs == [200]
     assert len(cut) > 10_000
     assert cut == whole
+
+
+CONCURRENT_SCRIPT = """
+import sys, threading, time
+sys.path.insert(0, {tests!r})
+from conftest import EWT, read_conllu_slice, train_tagger, to_examples
+refs = read_conllu_slice(EWT / "en_ewt-ud-train.conllu", 600)
+nlp, tagger = train_tagger(refs[:20], epochs=1)
+train = to_examples(nlp, refs)
+texts = [r.text for r in refs[:40]]
+stop = time.time() + {seconds}
+errors = []
+
+def predict():
+    try:
+        while time.time() < stop:
+            for doc in nlp.pipe(texts, batch_size=8):
+                assert all(t.tag_ for t in doc)
+    except Exception as err:
+        errors.append(repr(err))
+
+def learn():
+    try:
+        while time.time() < stop:
+            for i in range(0, len(train), 8):
+                nlp.update(train[i:i + 8])
+    except Exception as err:
+        errors.append(repr(err))
+
+threads = [threading.Thread(target=f) for f in (learn, predict, predict)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("errors", errors)
+sys.exit(1 if errors else 0)
+"""
+
+
+def test_training_while_predicting_never_crashes(tmp_path):
+    """nlp.update in one thread while two threads run nlp.pipe on the same pipeline: predictions wait for a
+    training step instead of reading arrays it replaces (this died with SIGSEGV before the guard)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "race.py"
+    script.write_text(CONCURRENT_SCRIPT.format(tests=str(Path(__file__).parent), seconds=8))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])

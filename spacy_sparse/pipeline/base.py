@@ -15,6 +15,7 @@ import srsly
 from spacy import util
 from spacy.errors import Errors
 from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
@@ -289,11 +290,22 @@ class SparsePipe(TrainablePipe):
         if not examples:
             return losses
         cells = self.decisions_per_token * len(model.templates) * max(1, model.n_labels)
-        for part in token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
-            losses[self.name] += float(self._train_batch(model, part))
-        model.instances += len(examples)
-        model.changed()
+        with model.guard.writing():  # predictions in other threads wait (guard.py)
+            for part in token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
+                losses[self.name] += float(self._train_batch(model, part))
+            model.instances += len(examples)
+            model.changed()
         return losses
+
+    def predict(self, docs: Iterable[Doc]):
+        """The task's predictions for a batch, made while no training step
+        changes the model's arrays (guard.py)."""
+        model = self._require_model()
+        with model.guard.reading():
+            return self._predict(list(docs), model)
+
+    def _predict(self, docs: List[Doc], model: SparseLinearModel):
+        raise NotImplementedError
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         raise NotImplementedError

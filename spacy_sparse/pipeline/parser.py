@@ -205,9 +205,7 @@ class SparseParser(SparsePipe):
         return batch, np.ascontiguousarray(tags[:, 0]), np.ascontiguousarray(tags[:, 1]), single
 
     # ---- inference -----------------------------------------------------------------
-    def predict(self, docs: Iterable[Doc]):
-        docs = list(docs)
-        model = self._require_model()
+    def _predict(self, docs: List[Doc], model: SparseLinearModel):
         batch, tags, poss, single = self._state_inputs(docs)
         heads = np.zeros(batch.n_tokens, dtype=np.int64)
         labels = np.zeros(batch.n_tokens, dtype=np.int64)

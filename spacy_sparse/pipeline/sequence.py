@@ -6,7 +6,7 @@ token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
 import threading
-from typing import Iterable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 from spacy.attrs import TAG
@@ -90,9 +90,7 @@ class SequencePipe(SparsePipe):
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
         raise NotImplementedError
 
-    def predict(self, docs: Iterable[Doc]):
-        docs = list(docs)
-        model = self._require_model()
+    def _predict(self, docs: List[Doc], model: SparseLinearModel):
         batch = DocBatch(docs, self.lexicon)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
