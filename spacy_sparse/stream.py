@@ -175,21 +175,26 @@ def annotate(
     batch_size: int = 1000,
     n_process: int = 1,
     progress: Optional[Callable[[int], None]] = None,
+    stats: Optional[Dict[str, int]] = None,
 ) -> Dict[str, int]:
     """Run `nlp` over (text, line) records and hand each doc to `writer`.
-    The writer is closed even when reading fails, so every doc finished
-    before the failure is on disk."""
-    n_docs = n_words = 0
+    The writer is closed even when reading fails or the run is interrupted,
+    so every doc finished before is on disk; `stats` (docs, words), if
+    given, is kept up to date as docs are written, for a caller that is
+    interrupted before this returns."""
+    stats = {"docs": 0, "words": 0} if stats is None else stats
+    stats.setdefault("docs", 0)
+    stats.setdefault("words", 0)
     try:
         for doc, line in nlp.pipe(records, as_tuples=True, batch_size=batch_size, n_process=n_process):
             writer.write(doc, line)
-            n_docs += 1
-            n_words += len(doc)
+            stats["docs"] += 1
+            stats["words"] += len(doc)
             if progress is not None:
                 progress(len(doc))
     finally:
         writer.close()
-    return {"docs": n_docs, "words": n_words}
+    return stats
 
 
 def annotate_file(

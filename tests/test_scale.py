@@ -138,3 +138,32 @@ def test_dask_local_cluster_matches_single_process(tmp_path, ewt_refs):
         single = tmp_path / f"{path.stem}.single.jsonl"
         assert run_tag(str(path), str(single), "--quiet").returncode == 0
         assert (tmp_path / "out" / f"{path.stem}.jsonl").read_bytes() == single.read_bytes()
+
+
+@pytest.mark.parametrize("n_process,sig", [("1", "SIGTERM"), ("2", "SIGTERM"), ("2", "SIGINT")])
+def test_an_interrupted_tag_leaves_valid_output_and_no_workers(tmp_path, n_process, sig):
+    """SIGTERM/SIGINT mid-run: every complete doc is written as whole JSONL lines, the worker processes stop,
+    the exit code is non-zero and the message says how many docs were written."""
+    import signal
+    import time
+
+    import psutil
+
+    src = tmp_path / "in.txt"
+    src.write_text("The ferry left the harbour at dawn , and the passengers saw the cliffs .\n" * 100_000)
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "spacy_sparse", "tag", "default", str(src), str(out), "--quiet",
+                             "--batch-size", "100", "--n-process", n_process], cwd=ROOT, stderr=subprocess.PIPE)
+    start = time.time()
+    while (not out.exists() or out.stat().st_size < 50_000) and time.time() - start < 120:
+        time.sleep(0.2)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) == (2 if n_process == "2" else 0)
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    lines = out.read_text(encoding="utf8").splitlines()
+    assert lines and all(json.loads(line)["tokens"] for line in lines)
+    assert f"Interrupted: {len(lines):,} complete docs" in err.decode()
+    time.sleep(0.5)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]

@@ -1,6 +1,7 @@
 """The main job: `demo` (the embedded default), `tag` (a corpus in bounded memory) and `tag-shards` (Dask)."""
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -60,6 +61,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _raise_interrupt(signum, frame) -> None:
+    """SIGINT/SIGTERM: stop nlp.pipe's worker processes at once (spaCy joins
+    them as the pipe closes, and they would first finish the batches queued
+    for them), then unwind to cmd_tag, which reports what was written."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.terminate()
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_workers() -> None:
+    """After an interrupt with worker processes: stop any that are left and
+    leave at once. The output is closed and complete; multiprocessing's exit
+    handlers would wait forever on queues whose readers are gone."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(timeout=5)
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def cmd_tag(args: argparse.Namespace) -> int:
     """Stream a corpus through a pipeline in bounded memory."""
     from tqdm import tqdm
@@ -84,15 +110,30 @@ def cmd_tag(args: argparse.Namespace) -> int:
                mininterval=1.0)
     reader = RecordReader(fin, fmt, args.on_error, report=bar.write if not bar.disable else
                           (lambda m: print(m, file=sys.stderr)), max_length=nlp.max_length)
+    stats = {"docs": 0, "words": 0}
+    interrupted = None
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        stats = annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
-                         progress=bar.update)
+        annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
+                 progress=bar.update, stats=stats)
+    except KeyboardInterrupt as err:
+        # SIGINT or SIGTERM: annotate closed the writer, so every complete
+        # doc is written (whole lines only); nlp.pipe's workers are stopped
+        interrupted = err
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if fin is not sys.stdin.buffer:
             fin.close()
         if not to_docbin and fout is not sys.stdout:
             fout.close()
     bar.close()
+    if interrupted is not None:
+        print(f"Interrupted: {stats['docs']:,} complete docs ({stats['words']:,} words) were written to "
+              f"{args.output}", file=sys.stderr)
+        if args.n_process > 1:
+            _stop_workers()
+        return 130
     if not args.quiet:
         print(f"{stats['docs']:,} docs, {stats['words']:,} words, {reader.skipped} bad lines skipped", file=sys.stderr)
     if reader.error:
