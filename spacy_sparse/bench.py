@@ -118,6 +118,19 @@ def provenance() -> Dict[str, Any]:
     }
 
 
+def weight_row_bytes(pipe: SparsePipe) -> float:
+    """Bytes of weights one template's row costs a prediction: a dense
+    float32 row of every label (taggers, NER), or the packed (label, value)
+    pairs of an average row (the parser)."""
+    model = pipe.sparse
+    if model is None:
+        return 0.0
+    if getattr(pipe, "template_kind", "sequence") == "state":
+        stats = model.stats()
+        return 8.0 * stats["nonzero_weights"] / max(1, stats["nonzero_features"])
+    return 4.0 * model.n_labels
+
+
 def directory_bytes(path: Any) -> Optional[int]:
     """Bytes of every file under a pipeline directory (None if not one)."""
     path = DEFAULT_MODEL_PATH if str(path) == "default" else Path(str(path))
@@ -209,6 +222,12 @@ def run_bench(
                 row["words_per_second"] = max(row["words_per_second"], time_pipe(nlp, docs, 1))
     finally:
         pipe.margin, pipe.margin_decay = original
+    row_bytes = weight_row_bytes(pipe)
+    for r in rows:
+        # the cost model: time per template scored, and weight bytes read per token
+        scored = r["words_per_second"] * r["templates_per_token"]
+        r["ns_per_template"] = 1e9 / scored if scored else None
+        r["row_bytes_per_token"] = r["templates_per_token"] * row_bytes
     base = next((r["words_per_second"] for r in rows if r["margin"] is None), None)
     for r in rows:
         r["speedup"] = r["words_per_second"] / base if base else None

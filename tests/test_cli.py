@@ -47,7 +47,8 @@ def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
     assert result["compare"]["accuracy"] == pytest.approx(rows[0]["accuracy"])
     assert [r["margin"] for r in rows] == [None, 300.0, 50.0]
     for r in rows:
-        assert {"margin", "accuracy", "templates_per_token", "words_per_second"} <= set(r)
+        assert {"margin", "accuracy", "templates_per_token", "words_per_second", "ns_per_template",
+                "row_bytes_per_token"} <= set(r)
         assert 0.0 < r["accuracy"] <= 1.0 and r["words_per_second"] > 0
     assert rows[0]["templates_per_token"] == 48.0
     assert rows[2]["templates_per_token"] < rows[0]["templates_per_token"]

@@ -7,7 +7,7 @@ from wasabi import msg
 
 
 def print_rows(result: dict) -> None:
-    header = ("margin", "decay", result["rows"][0]["metric"], "templates/token", "words/s", "speed-up")
+    header = ("margin", "decay", result["rows"][0]["metric"], "templates/token", "words/s", "speed-up", "ns/template")
     data = []
     for r in result["rows"]:
         data.append((
@@ -17,6 +17,7 @@ def print_rows(result: dict) -> None:
             f"{r['templates_per_token']:.2f}",
             f"{r['words_per_second']:,.0f}",
             "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
+            "-" if not r.get("ns_per_template") else f"{r['ns_per_template']:.0f}",
         ))
     msg.table(data, header=header, divider=True)
     if "compare" in result:
