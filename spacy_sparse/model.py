@@ -38,6 +38,9 @@ class SparseLinearModel:
         self.atom_off = atom_off
         self.atom_src = atom_src
         self.atom_pos = atom_pos
+        # what every kernel takes to make a template's key: (seeds, atom_off,
+        # atom_src, atom_pos) in one tuple (templates.compile_templates)
+        self.template_arrays = (seeds, atom_off, atom_src, atom_pos)
         n_tpl = len(self.templates)
         self.tab_off = np.arange(n_tpl + 1, dtype=np.int64) * 8
         self.tab = new_table(int(self.tab_off[-1]))

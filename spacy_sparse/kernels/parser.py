@@ -108,9 +108,10 @@ def distance_bucket(d):
 
 
 @njit(cache=True, nogil=True)
-def state_keys(keys, t0, t1, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+def state_keys(keys, t0, t1, slot_tok, b0, templates, lex_rows, lex, tags, poss,
                lab, val, sets):
     """Feature keys of templates t0..t1-1 in the current state."""
+    seeds, atom_off, atom_src, atom_pos = templates
     for t in range(t0, t1):
         h = seeds[t]
         for a in range(atom_off[t], atom_off[t + 1]):
@@ -251,7 +252,7 @@ def write_output(start, end, head, lab, heads_out, labels_out):
 
 
 @njit(cache=True, nogil=True)
-def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_off, atom_src, atom_pos,
+def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates,
                   tab_off, tab, W, lv, packed, kind, alab, margin, thr, heads_out, labels_out, used):
     """Parse every segment greedily; stop adding templates once the best
     valid action leads by `margin` (< 0: all templates; thr: stop_margins). Weights: dense W,
@@ -259,6 +260,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
     used[i] counts the
     templates scored for the two actions that involve token i as S0
     (popping it) and as B0 (shifting it)."""
+    seeds, atom_off, atom_src, atom_pos = templates
     n = lex_rows.shape[0]
     n_tpl = seeds.shape[0]
     stack, head, lab, kids, val, sets = new_state(n)
@@ -280,7 +282,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, seeds, atom_of
             k = 0
             while k < n_tpl and not (margin >= 0.0 and k > 0 and done):
                 stop = block_end(k, n_tpl, LOOKAHEAD)
-                state_keys(keys, k, stop, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
+                state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex,
                            tags, poss, lab, val, sets)
                 n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, margin, thr, scores, ahead,
                                             done, cand)
@@ -305,7 +307,7 @@ def next_random(state):
 
 @njit(cache=True, nogil=True)
 def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
-                seeds, atom_off, atom_src, atom_pos, tables, state, params, step, kind, alab, margin, objective,
+                templates, tables, state, params, step, kind, alab, margin, objective,
                 explore, stray, seed):
     """One online pass over a batch with the dynamic oracle. At each state
     the oracle's action is the best-scoring one among the least-cost valid
@@ -315,6 +317,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
     & Nivre 2012); otherwise the oracle's. With probability `stray` it
     follows a costly action although the model chose well. Returns the
     number of costly choices."""
+    seeds, atom_off, atom_src, atom_pos = templates
     n = lex_rows.shape[0]
     n_tpl = seeds.shape[0]
     n_act = kind.shape[0]
@@ -340,7 +343,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
         b0 = start
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, end, kids)
-            state_keys(keys, 0, n_tpl, slot_tok, b0, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, poss,
+            state_keys(keys, 0, n_tpl, slot_tok, b0, templates, lex_rows, lex, tags, poss,
                        lab, val, sets)
             fill_valid(valid, kind, depth, b0, end, single)
             least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,

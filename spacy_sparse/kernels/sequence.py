@@ -26,8 +26,9 @@ FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 
 
 @njit(cache=True, nogil=True)
-def sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex, tags, pred, hist):
+def sequence_key(t, i, start, end, templates, lex_rows, lex, tags, pred, hist):
     """Feature key of template t at token i of the segment [start, end)."""
+    seeds, atom_off, atom_src, atom_pos = templates
     h = seeds[t]
     for a in range(atom_off[t], atom_off[t + 1]):
         p = i + atom_pos[a]
@@ -141,7 +142,7 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 
 @njit(cache=True, nogil=True)
-def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off, atom_src, atom_pos,
+def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                      tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
@@ -152,6 +153,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
     edges, and for every other template, the row is looked up by key.
     Writes the label into pred and the number of templates scored into used.
     """
+    seeds, atom_off, atom_src, atom_pos = templates
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     keys = np.zeros(n_tpl, dtype=np.uint64)
@@ -184,7 +186,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
                         keys[t] = 0  # score_block: the row is in ahead
                         ahead[t - n] = type_rows[lex_rows[p], c]
                     else:
-                        keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos, lex_rows, lex,
+                        keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
                                                tags, pred, hist)
                 k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, margin, thr, scores, ahead,
                                             done, cand)
@@ -196,7 +198,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, seeds, atom_off,
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos,
+def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates,
                    tables, state, params, step, allowed, hist_of, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
@@ -205,6 +207,7 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_
     `step` (float64[1]) counts decisions seen so far, for averaging;
     tables, state and params are the learner's (see prefix_train_step).
     """
+    seeds, atom_off, atom_src, atom_pos = templates
     W = state[0]
     n_tpl = seeds.shape[0]
     no_fixed = np.zeros(0, dtype=np.int32)
@@ -231,7 +234,7 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_
             if g >= 0 and not valid[g]:
                 g = -1
             for t in range(n_tpl):
-                keys[t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                keys[t] = sequence_key(t, i, start, end, templates,
                                        lex_rows, lex, tags, pred, hist)
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective, tables, state, params,
                                   step[0], viol_t, viol_y, grad, touched)
@@ -246,11 +249,12 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_
 
 
 @njit(cache=True, nogil=True)
-def gold_keys(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_off, atom_src, atom_pos, hist_of, out):
+def gold_keys(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates, hist_of, out):
     """The feature key of every template at every token, with the gold
     labels as history (out: n_tokens x n_templates): the features training
     would meet on a perfect run, for rare-feature pruning. A token without a
     gold label reads label 0 as history."""
+    seeds, atom_off, atom_src, atom_pos = templates
     pred = np.maximum(gold, 0).astype(np.int32)
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
@@ -263,7 +267,7 @@ def gold_keys(lex_rows, lex, tags, seg_off, seg_new_doc, gold, seeds, atom_off, 
             if with_hist:
                 hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
             for t in range(seeds.shape[0]):
-                out[i, t] = sequence_key(t, i, start, end, seeds, atom_off, atom_src, atom_pos,
+                out[i, t] = sequence_key(t, i, start, end, templates,
                                          lex_rows, lex, tags, pred, hist)
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])

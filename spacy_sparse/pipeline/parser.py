@@ -217,7 +217,7 @@ class SparseParser(SparsePipe):
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
             predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
-                          model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tab_off, ptab,
+                          model.template_arrays, model.tab_off, ptab,
                           W, lv, True, self._kind, self._alab, margin, thr, heads, labels, used)
 
         self._over_segments(batch, parse)
@@ -252,7 +252,7 @@ class SparseParser(SparsePipe):
         self._words_seen += batch.n_tokens
         return train_parse(
             batch.lex_rows, batch.lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
-            model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tables(), model.learner_state(),
+            model.template_arrays, model.tables(), model.learner_state(),
             model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps, self._kind, self._alab, self.cfg["train_margin"],
             self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches,
         )

@@ -102,8 +102,8 @@ class SequencePipe(SparsePipe):
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
-                batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.seeds, model.atom_off, model.atom_src,
-                model.atom_pos, model.tab_off, model.tab, W, self._allowed, fixed, self._hist_of, column,
+                batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
+                model.tab, W, self._allowed, fixed, self._hist_of, column,
                 type_rows, margin, thr, pred, used,
             )
 
@@ -119,7 +119,7 @@ class SequencePipe(SparsePipe):
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
             batch.lex_rows, batch.lex, input_tags(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
-            model.seeds, model.atom_off, model.atom_src, model.atom_pos, model.tables(), model.learner_state(),
+            model.template_arrays, model.tables(), model.learner_state(),
             model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
             self._allowed, self._hist_of, self.cfg["train_margin"], self.objective, pred,
         )
@@ -138,7 +138,7 @@ class SequencePipe(SparsePipe):
             gold = self._gold(part, batch.n_tokens)
             keys = np.zeros((batch.n_tokens, len(model.templates)), dtype=np.uint64)
             gold_keys(batch.lex_rows, batch.lex, input_tags(docs, model), batch.seg_off, batch.seg_new_doc,
-                      gold, model.seeds, model.atom_off, model.atom_src, model.atom_pos, self._hist_of, keys)
+                      gold, model.template_arrays, self._hist_of, keys)
             all_keys.append(keys)
             all_gold.append(gold)
         if not all_keys:
