@@ -16,11 +16,19 @@ from spacy.training import Example
 from spacy.util import ensure_path, registry
 
 
+TOKENS = ("gold", "runtime", "both")
+
+
 def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
-                        sents: bool = False, tags: bool = False) -> Iterator[Example]:
+                        sents: bool = False, tags: bool = False, tokens: str = "gold") -> Iterator[Example]:
     """Examples whose predicted doc has the gold tokens (and, with `sents`,
     the gold sentence boundaries; with `tags`, the stored tags) and no
-    other annotation."""
+    other annotation. `tokens="runtime"` gives the predicted doc the tokens
+    of `nlp.make_doc` instead (what users have; the gold labels reach them
+    through spaCy's alignment), with no sentence boundaries; "both" yields
+    each doc both ways."""
+    if tokens not in TOKENS:
+        raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
     path = ensure_path(path)
     if path is None or not path.exists():
         raise ValueError(f"Corpus file not found: {path}")
@@ -28,8 +36,10 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     n = 0
     for file in files:
         for ref in DocBin().from_disk(file).get_docs(nlp.vocab):
-            doc = bare_copy(ref, sents, tags=tags)
-            yield Example(doc, ref)
+            if tokens != "runtime":
+                yield Example(bare_copy(ref, sents, tags=tags), ref)
+            if tokens != "gold":
+                yield Example(nlp.make_doc(ref.text), ref)
             n += 1
             if limit and n >= limit:
                 return
@@ -53,16 +63,19 @@ def bare_copy(ref: Doc, sents: bool = False, vocab=None, tags: bool = False) -> 
 
 
 @registry.readers("spacy_sparse.GoldTokenCorpus.v1")
-def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False,
-                             tags: bool = False) -> Callable[[Language], Iterable[Example]]:
+def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False, tags: bool = False,
+                             tokens: str = "gold") -> Callable[[Language], Iterable[Example]]:
     """Examples with gold tokens, one per stored doc (`limit` docs at most);
     `sents` also gives the model the gold sentence boundaries (gold
     segmentation, as UD evaluations with gold tokenization assume); `tags`
     puts the stored tag_ on the predicted doc, for a parser trained on
-    jackknifed tags (`python -m spacy_sparse jackknife`)."""
+    jackknifed tags (`python -m spacy_sparse jackknife`); `tokens` picks
+    gold tokens, the tokens of spaCy's tokenizer ("runtime"), or "both"."""
+    if tokens not in TOKENS:
+        raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
 
     def read(nlp: Language) -> Iterable[Example]:
-        return gold_token_examples(nlp, path, limit, sents, tags)
+        return gold_token_examples(nlp, path, limit, sents, tags, tokens)
 
     return read
 

@@ -318,6 +318,50 @@ def ner_templates_v1() -> List[str]:
     return list(NER_TEMPLATES)
 
 
+# A sentence-boundary set: does token 0 start a sentence? The evidence is
+# mostly what ends the previous one (its form and shape, and the two words
+# before it), how token 0 looks (case, shape, form), what follows it, and
+# whether the previous token started a sentence itself.
+SENTER_TEMPLATES: Tuple[str, ...] = (
+    "orth@-1",
+    "shape@0",
+    "orth@-1+shape@0",
+    "lower@0",
+    "orth@-1+lower@0",
+    "tag@-1",
+    "is_title@0+is_punct@-1",
+    "cshape@-1+cshape@0",
+    "orth@-2+orth@-1",
+    "lower@-1",
+    "orth@0",
+    "shape@-1+shape@0+shape@1",
+    "lower@1",
+    "shape@1",
+    "lower@0+lower@1",
+    "orth@-1+orth@0+shape@1",
+    "suf3@-1",
+    "suf3@-2+orth@-1",
+    "shape@-2",
+    "tag@-1+orth@-1",
+    "tag@-2+tag@-1",
+    "is_punct@-2+orth@-1+is_title@0",
+    "amb@0",
+    "amb@0+orth@-1",
+    "lower@-2",
+    "pre1@0+orth@-1",
+    "like_num@-1+orth@0",
+    "suf3@0",
+    "cshape@-2+cshape@-1+cshape@0",
+    "orth@1+orth@2",
+)
+
+
+@registry.misc("spacy_sparse.senter_templates.v1")
+def senter_templates_v1() -> List[str]:
+    """The default sentence-boundary template set."""
+    return list(SENTER_TEMPLATES)
+
+
 def ngram_templates(attr: str, window: int, max_n: int) -> List[str]:
     """Every n-gram (n <= max_n) of `attr` inside offsets -window..window,
     short ones and those near the word first."""

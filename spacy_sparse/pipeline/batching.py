@@ -46,9 +46,11 @@ class DocBatch:
     label one at a time: the sentences of a doc whose sentence boundaries are
     set (by a senter, a parser, the user or gold preprocessing), else the
     whole doc. Context windows and label history do not cross a segment edge.
+    With `by_sents=False` every doc is one segment (the sentence segmenter,
+    which sets the boundaries, reads across them).
     """
 
-    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon):
+    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon, by_sents: bool = True):
         lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
         self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.doc_off[1:])
@@ -57,7 +59,7 @@ class DocBatch:
         # found in one vectorized pass, not per doc
         cols = [np.zeros((0, 2), dtype=np.uint64)]
         for doc in docs:
-            if doc.has_annotation("SENT_START"):
+            if by_sents and doc.has_annotation("SENT_START"):
                 cols.append(doc.to_array([ORTH, SENT_START]).reshape(-1, 2))
             elif len(doc):
                 unset = np.zeros((len(doc), 2), dtype=np.uint64)

@@ -72,6 +72,8 @@ class SequencePipe(SparsePipe):
     """Base of greedy left-to-right sequence labellers (not registered)."""
 
     _allowed: np.ndarray
+    # label each sentence of a doc with set boundaries as its own segment
+    by_sents = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -91,7 +93,7 @@ class SequencePipe(SparsePipe):
         raise NotImplementedError
 
     def _predict(self, docs: List[Doc], model: SparseLinearModel):
-        batch = DocBatch(docs, self.lexicon)
+        batch = DocBatch(docs, self.lexicon, self.by_sents)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin, thr = self._stop_rule(len(model.seeds))
@@ -113,7 +115,7 @@ class SequencePipe(SparsePipe):
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         examples_docs = [eg.predicted for eg in examples]
-        batch = DocBatch(examples_docs, self.lexicon)
+        batch = DocBatch(examples_docs, self.lexicon, self.by_sents)
         gold = self._gold(examples, batch.n_tokens)
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
@@ -134,7 +136,7 @@ class SequencePipe(SparsePipe):
         for i in range(0, len(examples), 256):
             part = examples[i:i + 256]
             docs = [eg.predicted for eg in part]
-            batch = DocBatch(docs, self.lexicon)
+            batch = DocBatch(docs, self.lexicon, self.by_sents)
             gold = self._gold(part, batch.n_tokens)
             keys = np.zeros((batch.n_tokens, len(model.templates)), dtype=np.uint64)
             gold_keys(batch.lex_rows, batch.lex, input_tags(docs, model), batch.seg_off, batch.seg_new_doc,

@@ -1,0 +1,129 @@
+"""`sparse_senter`: sentence boundaries as a left-to-right labelling of
+tokens, each "S" (starts a sentence) or "I" (does not), on the engine the
+tagger and NER use.
+
+The segmenter reads the whole doc as one segment (its templates look across
+the boundaries it is deciding), and sentence starts already on a doc (set by
+the user or an earlier component) are kept as fixed labels, as spaCy's own
+`senter` keeps them. Components after it label each sentence on its own.
+"""
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+from spacy.attrs import SENT_START
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from .batching import DocBatch
+from .sequence import NO_FIXED, SequencePipe
+from .settings import COMMON_DEFAULTS
+
+# label indices, in the sorted order spaCy's senter uses too
+LABELS = ("I", "S")
+INSIDE, START = 0, 1
+
+DEFAULT_SENTER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.senter_templates.v1"},
+    **COMMON_DEFAULTS,
+    "scorer": {"@scorers": "spacy.senter_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_senter",
+    assigns=["token.is_sent_start"],
+    default_config=DEFAULT_SENTER_CONFIG,
+    default_score_weights={"sents_f": 1.0, "sents_p": 0.0, "sents_r": 0.0},
+)
+def make_sparse_senter(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    n_threads: int,
+    scorer: Optional[Callable],
+) -> "SparseSenter":
+    """Create a sparse sentence segmenter. The settings mean what they mean
+    for `sparse_tagger` (see its factory)."""
+    return SparseSenter(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
+                        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+                        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer)
+
+
+class SparseSenter(SequencePipe):
+    """Sets token.is_sent_start greedily from left to right."""
+
+    by_sents = False
+
+    def __init__(self, vocab: Vocab, name: str = "sparse_senter", **kwargs: Any):
+        super().__init__(vocab, name, **kwargs)
+        self.cfg["labels"] = list(LABELS)
+
+    def add_label(self, label: str) -> int:
+        """The labels are fixed ("I", "S"); adding one of them is a no-op."""
+        if label in LABELS:
+            return 0
+        raise ValueError(f"{self.name!r} has the fixed labels {LABELS}; it cannot learn {label!r}")
+
+    def _build_model(self, labels: Sequence[str], order: Optional[Any],
+                     classes: Optional[Dict[int, int]] = None) -> None:
+        if list(labels) != list(LABELS):
+            raise ValueError(f"{self.name!r} takes the labels {list(LABELS)}, got {list(labels)[:5]}")
+        super()._build_model(labels, order, classes)
+
+    def _labels_changed(self) -> None:
+        self._allowed = np.ones((2, len(LABELS) + 1, len(LABELS)), dtype=np.uint8)
+        self._allowed[:, 0, INSIDE] = 0  # a doc's first token starts a sentence
+
+    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
+        if any(eg.reference.has_annotation("SENT_START") for eg in examples):
+            return list(LABELS)
+        return []
+
+    def _word_labels(self, examples: Iterable[Example]):
+        for eg in examples:
+            if eg.reference.has_annotation("SENT_START"):
+                for token in eg.reference:
+                    yield token.text, LABELS[bool(token.is_sent_start)]
+
+    # ---- inference -----------------------------------------------------------
+    def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
+        """Sentence starts set before the segmenter ran (1: start, -1: not)
+        stay as they are; only unset tokens are predicted."""
+        preset = [i for i, doc in enumerate(docs) if len(doc) and doc.has_annotation("SENT_START")]
+        if not preset:
+            return NO_FIXED
+        fixed = np.full(batch.n_tokens, -1, dtype=np.int32)
+        for i in preset:
+            values = docs[i].to_array(SENT_START).view(np.int64)
+            start = batch.doc_off[i]
+            part = fixed[start: start + len(values)]
+            part[values == 1] = START
+            part[values == -1] = INSIDE
+        return fixed
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        pred, doc_off = predictions
+        values = np.where(pred == START, 1, -1).astype(np.int64).view(np.uint64).reshape(-1, 1)
+        for i, doc in enumerate(docs):
+            start, end = doc_off[i], doc_off[i + 1]
+            if end > start:
+                doc.from_array([SENT_START], values[start:end])
+
+    # ---- training --------------------------------------------------------------
+    def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
+        """START/INSIDE per predicted token (-1: the reference has no
+        sentence boundaries)."""
+        out = []
+        for eg in examples:
+            out.extend(-1 if s is None else int(s) for s in eg.get_aligned_sent_starts())
+        return np.array(out, dtype=np.int32).reshape(n_tokens)

@@ -1,0 +1,90 @@
+"""sparse_senter on real EWT slices: it learns boundaries from raw text,
+keeps preset ones, and the components after it use its sentences."""
+import pickle
+
+import numpy as np
+import pytest
+import spacy
+from spacy.scorer import Scorer
+from spacy.training import Example
+
+from spacy_sparse.pipeline.senter import SparseSenter
+
+
+def runtime_examples(nlp, refs):
+    """Examples as users' text gives them: spaCy's tokens, no boundaries."""
+    return [Example(nlp.make_doc(r.text), r) for r in refs]
+
+
+@pytest.fixture(scope="module")
+def senter_nlp(ewt_refs):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_senter")
+    train = runtime_examples(nlp, ewt_refs["train"])
+    nlp.initialize(lambda: train)
+    for _ in range(4):
+        for i in range(0, len(train), 16):
+            nlp.update(train[i:i + 16])
+    return nlp
+
+
+def test_senter_learns_boundaries_on_raw_dev_text(senter_nlp, ewt_refs):
+    dev = runtime_examples(senter_nlp, ewt_refs["dev"])
+    scores = senter_nlp.evaluate(dev)
+    # 300 training docs; spaCy's rule sentencizer on the same docs is the floor to beat
+    rule = spacy.blank("en")
+    rule.add_pipe("sentencizer")
+    floor = Scorer.score_spans([Example(rule(eg.reference.text), eg.reference) for eg in dev], "sents")["sents_f"]
+    assert scores["sents_f"] > 0.7
+    assert scores["sents_f"] > floor
+
+
+def test_preset_boundaries_are_kept(senter_nlp):
+    doc = senter_nlp.make_doc("I saw him yesterday . he left and we stayed home all day")
+    doc[3].is_sent_start = True  # "." starts a sentence: wrong, but the user's call
+    doc[5].is_sent_start = False  # "he" is not a start, although the model would say so
+    doc = senter_nlp(doc)
+    assert doc[3].is_sent_start and doc[5].is_sent_start is False
+    assert doc[0].is_sent_start
+
+
+def test_edge_cases(senter_nlp):
+    assert len(senter_nlp("")) == 0
+    for text in ["   ", "\n\n", "hello", "no punctuation at all in this one but it goes on and on"]:
+        doc = senter_nlp(text)
+        assert doc[0].is_sent_start
+        assert doc.has_annotation("SENT_START")
+        assert sum(len(s) for s in doc.sents) == len(doc)
+
+
+def test_labels_are_fixed(senter_nlp):
+    senter = senter_nlp.get_pipe("sparse_senter")
+    assert senter.labels == ("I", "S")
+    assert senter.add_label("S") == 0
+    with pytest.raises(ValueError):
+        senter.add_label("X")
+
+
+def test_round_trip_and_pickle(senter_nlp, ewt_refs, tmp_path):
+    texts = [r.text for r in ewt_refs["dev"][:20]]
+    want = [[t.is_sent_start for t in d] for d in senter_nlp.pipe(texts)]
+    senter_nlp.to_disk(tmp_path / "p")
+    for nlp in (spacy.load(tmp_path / "p"), pickle.loads(pickle.dumps(senter_nlp))):
+        assert isinstance(nlp.get_pipe("sparse_senter"), SparseSenter)
+        assert [[t.is_sent_start for t in d] for d in nlp.pipe(texts)] == want
+
+
+def test_tagger_labels_each_predicted_sentence(senter_nlp, ewt_refs):
+    """With a senter first, the tagger's segments are its sentences: a doc
+    tagged after the senter equals its sentences tagged one by one."""
+    from conftest import train_tagger
+
+    nlp, _ = train_tagger(ewt_refs["train"][:100], epochs=2)
+    nlp.add_pipe("sparse_senter", source=senter_nlp, first=True)
+    text = " ".join(r.text for r in ewt_refs["dev"][:3])
+    doc = nlp(text)
+    sents = list(doc.sents)
+    assert len(sents) > 3
+    for sent in sents:
+        alone = nlp.get_pipe("sparse_tagger")(sent.as_doc())
+        assert [t.tag_ for t in alone] == [t.tag_ for t in sent]
