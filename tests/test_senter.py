@@ -2,7 +2,6 @@
 keeps preset ones, and the components after it use its sentences."""
 import pickle
 
-import numpy as np
 import pytest
 import spacy
 from spacy.scorer import Scorer
