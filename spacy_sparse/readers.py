@@ -25,8 +25,10 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     the gold sentence boundaries; with `tags`, the stored tags) and no
     other annotation. `tokens="runtime"` gives the predicted doc the tokens
     of `nlp.make_doc` instead (what users have; the gold labels reach them
-    through spaCy's alignment), with no sentence boundaries; "both" yields
-    each doc both ways."""
+    through spaCy's alignment; `sents` projects the gold sentence starts
+    onto them); "both" yields each doc both ways: gold tokens (with `sents`,
+    gold sentences) and the raw-text path users take (spaCy's tokens, no
+    boundaries)."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
     path = ensure_path(path)
@@ -39,10 +41,21 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
             if tokens != "runtime":
                 yield Example(bare_copy(ref, sents, tags=tags), ref)
             if tokens != "gold":
-                yield Example(nlp.make_doc(ref.text), ref)
+                yield runtime_example(nlp, ref, sents and tokens == "runtime")
             n += 1
             if limit and n >= limit:
                 return
+
+
+def runtime_example(nlp: Language, ref: Doc, sents: bool = False) -> Example:
+    """An example whose predicted doc is `nlp.make_doc(ref.text)`; with
+    `sents`, the reference's sentence starts projected onto its tokens
+    through spaCy's alignment."""
+    eg = Example(nlp.make_doc(ref.text), ref)
+    if sents and len(ref) and ref.has_annotation("SENT_START"):
+        for token, start in zip(eg.predicted, eg.get_aligned_sent_starts()):
+            token.is_sent_start = bool(start)
+    return eg
 
 
 def bare_copy(ref: Doc, sents: bool = False, vocab=None, tags: bool = False) -> Doc:
