@@ -81,6 +81,27 @@ class SparseLinearModel:
     def template_names(self) -> List[str]:
         return [t.name for t in self.templates]
 
+    def add_labels(self, new: Sequence[str]) -> int:
+        """Append labels with zero weights in every row, so a trained model
+        learns them from later updates (spaCy's components grow a new
+        output the same way). Returns how many were new."""
+        new = [lab for lab in dict.fromkeys(new) if lab not in self.labels]
+        if not new:
+            return 0
+        n_old = self.n_labels
+
+        def widen(arr: Optional[np.ndarray]) -> Optional[np.ndarray]:
+            if arr is None or arr.ndim != 2 or arr.shape[1] != n_old:
+                return arr
+            return np.concatenate([arr, np.zeros((arr.shape[0], len(new)), dtype=arr.dtype)], axis=1)
+
+        with self.guard.writing():
+            self.W, self.U, self.G = widen(self.W), widen(self.U), widen(self.G)
+            self.admm.target, self.admm.fixed = widen(self.admm.target), widen(self.admm.fixed)
+            self.labels.extend(new)
+            self.changed()
+        return len(new)
+
     @property
     def n_labels(self) -> int:
         return len(self.labels)

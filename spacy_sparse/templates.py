@@ -356,10 +356,32 @@ SENTER_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# With a tagger before the segmenter: its tags around the position (`ptag`).
+SENTER_TAG_TEMPLATES: Tuple[str, ...] = (
+    "ptag@0",
+    "ptag@-1+ptag@0",
+    "ptag@-1",
+    "orth@-1+ptag@0",
+    "ptag@0+ptag@1",
+    "ptag@-2+ptag@-1+ptag@0",
+    "ptag@-1+ptag@0+ptag@1",
+    "shape@0+ptag@0",
+    "ptag@1",
+    "lower@0+ptag@-1",
+    "ptag@-1+shape@0+ptag@1",
+)
+
+
 @registry.misc("spacy_sparse.senter_templates.v1")
-def senter_templates_v1() -> List[str]:
-    """The default sentence-boundary template set."""
-    return list(SENTER_TEMPLATES)
+def senter_templates_v1(tags: bool = False) -> List[str]:
+    """The default sentence-boundary template set; `tags` adds templates
+    over the tags of a tagger that runs before the segmenter (the three
+    strongest early, the rest after the word templates). On EWT dev they
+    add about 1.5 points of sentence F (CHANGELOG.md)."""
+    if not tags:
+        return list(SENTER_TEMPLATES)
+    base, extra = list(SENTER_TEMPLATES), list(SENTER_TAG_TEMPLATES)
+    return base[:5] + extra[:3] + base[5:12] + extra[3:] + base[12:]
 
 
 def ngram_templates(attr: str, window: int, max_n: int) -> List[str]:

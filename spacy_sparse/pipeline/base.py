@@ -186,13 +186,25 @@ class SparsePipe(TrainablePipe):
             raise ValueError(Errors.E187)
         if label in self.labels:
             return 0
-        if self.sparse is not None:
-            raise ValueError(
-                f"Cannot add label {label!r} to the trained component {self.name!r}: "
-                "re-initialize it with the new label set"
-            )
-        self.cfg["labels"].append(label)
+        if self.sparse is None:
+            self.cfg["labels"].append(label)
+            return 1
+        # a model already made grows new outputs with zero weights, as spaCy's
+        # built-in components do; predictions wait while the arrays change
+        with self.sparse.guard.writing():
+            self.sparse.add_labels(self._outputs_of(label))
+            self._labels_changed()
+            self.cfg["labels"] = list(self.labels)
         return 1
+
+    def _outputs_of(self, label: str) -> List[str]:
+        """The model labels (outputs) one component label stands for."""
+        return [label]
+
+    def _labels_in(self, examples: List[Example]) -> Iterable[str]:
+        """Labels of the references that `update` adds when it meets them
+        (spaCy's NER and parser do; its tagger does not: none here)."""
+        return ()
 
     def _require_model(self) -> SparseLinearModel:
         if self.sparse is None:
@@ -238,7 +250,8 @@ class SparsePipe(TrainablePipe):
         empty model."""
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if labels is None:
-            labels = self._labels_from(get_examples())
+            # labels given with add_label stay, as in spaCy's components
+            labels = sorted(set(self.cfg["labels"]) | set(self._labels_from(get_examples())))
         pairs = self._word_labels(get_examples())
         self._build_model(list(labels), order, ambiguity_classes(pairs))
         if self.cfg.get("min_count", 1) > 1:
@@ -289,6 +302,8 @@ class SparsePipe(TrainablePipe):
         model = self._require_model()
         if not examples:
             return losses
+        for label in self._labels_in(examples):
+            self.add_label(label)
         cells = self.decisions_per_token * len(model.templates) * max(1, model.n_labels)
         with model.guard.writing():  # predictions in other threads wait (guard.py)
             for part in token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):

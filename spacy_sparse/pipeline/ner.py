@@ -149,6 +149,15 @@ class SparseNER(SequencePipe):
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         return sorted({ent.label_ for eg in examples for ent in eg.reference.ents})
 
+    def _outputs_of(self, label: str) -> List[str]:
+        if label[:2] in {f"{p}-" for p in PREFIXES}:
+            raise ValueError(f"Entity types must be plain labels like 'PER', got {label!r}")
+        return [f"{p}-{label}" for p in PREFIXES]
+
+    def _labels_in(self, examples: List[Example]) -> Iterable[str]:
+        known = set(self._types)
+        return sorted({e.label_ for eg in examples for e in eg.reference.ents} - known)
+
     def _word_labels(self, examples: Iterable[Example]):
         for eg in examples:
             for token, move in zip(eg.reference, _biluo_of(eg.reference)):

@@ -146,12 +146,14 @@ class SparseParser(SparsePipe):
     def labels(self) -> Tuple[str, ...]:
         """Dependency labels (lifted ones included), not the actions."""
         if self.sparse is not None:
-            return tuple(self._deps)
+            return tuple(sorted(self._deps))
         return tuple(self.cfg["labels"])
 
     def _labels_changed(self) -> None:
         kinds, deps = zip(*(parse_action(a) for a in self.sparse.labels))
-        self._deps = sorted({d for d in deps if d})
+        # in order of first action: the sorted label set of a new model, then
+        # labels added later (their indices, which `dep` atoms read, stay)
+        self._deps = list(dict.fromkeys(d for d in deps if d))
         index = {d: i for i, d in enumerate(self._deps)}
         self._kind = np.array(kinds, dtype=np.int64)
         self._alab = np.array([index[d] if d else -1 for d in deps], dtype=np.int64)
@@ -177,12 +179,26 @@ class SparseParser(SparsePipe):
                     (root_counts if h == i else counts)[d] += 1
         if labels is None:
             labels = [d for d, c in counts.items() if nonproj.DELIMITER not in d or c >= self.cfg["min_lifted"]]
-        labels = sorted(set(labels))
+        labels = sorted(set(labels) | set(self.cfg["labels"]))
         roots = sorted(d for d in root_counts if d in labels or nonproj.DELIMITER not in d)
-        if not labels or not roots:
+        if not labels:
             raise ValueError(f"No dependency trees for {self.name!r} to learn from in the training data")
+        roots = roots or ["ROOT"]  # labels without trees (add_label): spaCy's parser also has ROOT
         # `amb` atoms read a word's ambiguity class: the tags it took in training
         self._build_model(action_names(labels, roots), order, ambiguity_classes(words))
+
+    def _outputs_of(self, label: str) -> List[str]:
+        return [f"LEFT-{label}", f"RIGHT-{label}"]
+
+    def _labels_in(self, examples: List[Example]) -> Iterable[str]:
+        """Plain dependency labels of the references the model lacks
+        (spaCy's parser adds them in update too)."""
+        found = set()
+        for eg in examples:
+            strings = eg.reference.vocab.strings
+            found.update(strings[v] for v in np.unique(eg.reference.to_array(DEP)).tolist() if v)
+        known = set(self._deps)
+        return sorted(d for d in found if d and d not in known and nonproj.DELIMITER not in d)
 
     # ---- batches -----------------------------------------------------------------
     def _state_inputs(self, docs: List[Doc], whole: Optional[np.ndarray] = None):

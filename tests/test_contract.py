@@ -1,0 +1,102 @@
+"""spaCy's component contract for labels: what add_label, initialize and
+update do in spaCy's built-in tagger, NER and parser, ours do too."""
+import pickle
+
+import pytest
+import spacy
+from spacy.training import Example
+
+from conftest import bare, to_examples, train_tagger
+
+PAIRS = [("sparse_tagger", "tagger", "NN"), ("sparse_ner", "ner", "PER"), ("sparse_parser", "parser", "nsubj")]
+
+
+@pytest.mark.parametrize("ours,builtin,label", PAIRS)
+def test_add_label_then_initialize_without_examples(ours, builtin, label):
+    """The built-in keeps the label; so must ours, and the initialized,
+    untrained component saves, loads, pickles and runs."""
+    reference = spacy.blank("en")
+    reference.add_pipe(builtin).add_label(label)
+    reference.initialize()
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(ours)
+    assert pipe.add_label(label) == 1 and pipe.add_label(label) == 0
+    nlp.initialize()
+    assert label in pipe.labels
+    assert set(pipe.labels) <= set(reference.get_pipe(builtin).labels)
+    assert pickle.loads(pickle.dumps(nlp)).get_pipe(ours).labels == pipe.labels
+    loaded = spacy.blank("en")
+    loaded.add_pipe(ours).from_bytes(pipe.to_bytes())
+    assert loaded.get_pipe(ours).labels == pipe.labels
+    doc = nlp("Anna sees the river .")
+    assert len(doc) == 5
+
+
+def test_tagger_grows_a_label_after_training(ewt_refs):
+    nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=2)
+    before = tagger.labels
+    dev = to_examples(nlp, ewt_refs["dev"][:40])
+    acc_before = nlp.evaluate(dev)["tag_acc"]
+    assert tagger.add_label("XQ") == 1
+    assert tagger.labels == before + ("XQ",)
+    # the new tag: "the" is re-tagged XQ in a few training docs
+    refs = []
+    for ref in ewt_refs["train"][150:250]:
+        ref = ref.copy()
+        for t in ref:
+            if t.text.lower() == "the":
+                t.tag_ = "XQ"
+        refs.append(ref)
+    train = to_examples(nlp, refs)
+    for _ in range(6):  # the averaged weights trail the current ones: a few epochs
+        for i in range(0, len(train), 16):
+            nlp.update(train[i:i + 16])
+    doc = nlp("I saw the dog near the house .")
+    assert doc[2].tag_ == "XQ" and doc[5].tag_ == "XQ"
+    assert doc[3].tag_ == "NN"
+    # the rest of the tag set is still known (dev has "the" as DT: those tokens are now wrong)
+    scores = nlp.evaluate(dev)
+    n_the = sum(t.text.lower() == "the" for eg in dev for t in eg.reference)
+    n_all = sum(len(eg.reference) for eg in dev)
+    assert scores["tag_acc"] > acc_before - n_the / n_all - 0.03
+    round_trip = spacy.blank("en")
+    round_trip.add_pipe("sparse_tagger").from_bytes(tagger.to_bytes())
+    assert round_trip.get_pipe("sparse_tagger").labels == tagger.labels
+
+
+def test_ner_update_adds_entity_types_it_meets(trained_ner, conll_refs):
+    """spaCy's NER adds the labels of the references in update; a new type
+    is learned without losing the old ones."""
+    nlp, ner = trained_ner
+    nlp = pickle.loads(pickle.dumps(nlp))  # a copy: the fixture is shared
+    ner = nlp.get_pipe("sparse_ner")
+    assert "XMISC" not in ner.labels
+    refs = []
+    for ref in conll_refs["train"][:60]:
+        ref = ref.copy()
+        ref.set_ents([ent if ent.label_ != "MISC" else spacy.tokens.Span(ref, ent.start, ent.end, "XMISC")
+                      for ent in ref.ents])
+        refs.append(ref)
+    train = [Example(bare(r), r) for r in refs]
+    for _ in range(3):
+        for i in range(0, len(train), 8):
+            nlp.update(train[i:i + 8])
+    assert "XMISC" in ner.labels
+    dev = [Example(bare(r), r) for r in conll_refs["dev"]]
+    types = nlp.evaluate(dev)["ents_per_type"]
+    assert types["PER"]["f"] > 0.6 and types["LOC"]["f"] > 0.6
+
+
+def test_parser_update_adds_labels_it_meets(ewt_refs):
+    nlp = spacy.blank("en")
+    parser = nlp.add_pipe("sparse_parser", config={"explore_after": 0, "min_updates": 1})
+    first = to_examples(nlp, ewt_refs["train"][:60])
+    nlp.initialize(lambda: first)
+    unseen = sorted({t.dep_ for r in ewt_refs["train"][60:400] for t in r} - set(parser.labels))
+    assert unseen, "the slice should hold a label the first docs lack"
+    rest = to_examples(nlp, ewt_refs["train"][60:400])
+    nlp.update(rest[:40])
+    assert set(unseen) & set(parser.labels)
+    assert list(parser.labels) == sorted(parser.labels)
+    doc = nlp("She gave him the book yesterday .")
+    assert all(t.dep_ for t in doc)
