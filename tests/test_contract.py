@@ -100,3 +100,21 @@ def test_parser_update_adds_labels_it_meets(ewt_refs):
     assert list(parser.labels) == sorted(parser.labels)
     doc = nlp("She gave him the book yesterday .")
     assert all(t.dep_ for t in doc)
+
+
+def test_parser_label_indices_stay_when_labels_are_added(ewt_refs):
+    """`dep`/`lset`/`rset` atoms read label indices: a new model numbers its
+    labels in sorted order (root-only labels such as ROOT included, as
+    every saved parser does), and an added label goes after them."""
+    nlp = spacy.blank("en")
+    parser = nlp.add_pipe("sparse_parser")
+    examples = to_examples(nlp, ewt_refs["train"][:30])
+    nlp.initialize(lambda: examples)
+    before = list(parser._deps)
+    assert before == sorted(before) and "ROOT" in before
+    parser.add_label("zz_new")
+    parser.add_label("aaa_new")
+    assert parser._deps == before + ["zz_new", "aaa_new"]
+    again = spacy.blank("en")
+    again.add_pipe("sparse_parser").from_bytes(parser.to_bytes())
+    assert again.get_pipe("sparse_parser")._deps == parser._deps

@@ -108,6 +108,24 @@ def action_names(deps: Sequence[str], root_deps: Sequence[str]) -> List[str]:
     return names
 
 
+def label_order(kinds: Sequence[int], deps: Sequence[str]) -> List[str]:
+    """Label indices (what `dep`, `lset` and `rset` atoms read): the sorted
+    labels of the action set the model was made with (SHIFT, LEFT-*,
+    RIGHT-*, ROOT-*), then the labels add_label appended after it, in
+    order, so a label added to a trained model leaves the others' indices
+    as they were."""
+    cut = len(kinds)
+    after_root = False
+    for i, kind in enumerate(kinds):
+        if kind == ROOT:
+            after_root = True
+        elif after_root:
+            cut = i
+            break
+    first = sorted({d for d in deps[:cut] if d})
+    return first + [d for d in dict.fromkeys(deps[cut:]) if d and d not in first]
+
+
 def parse_action(name: str) -> Tuple[int, str]:
     prefix, _, dep = name.partition("-")
     if prefix not in KIND_PREFIX or (prefix == "SHIFT") != (dep == ""):
@@ -151,9 +169,7 @@ class SparseParser(SparsePipe):
 
     def _labels_changed(self) -> None:
         kinds, deps = zip(*(parse_action(a) for a in self.sparse.labels))
-        # in order of first action: the sorted label set of a new model, then
-        # labels added later (their indices, which `dep` atoms read, stay)
-        self._deps = list(dict.fromkeys(d for d in deps if d))
+        self._deps = label_order(kinds, deps)
         index = {d: i for i, d in enumerate(self._deps)}
         self._kind = np.array(kinds, dtype=np.int64)
         self._alab = np.array([index[d] if d else -1 for d in deps], dtype=np.int64)
