@@ -20,7 +20,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from .loading import DEFAULT_MODEL_PATH, load_pipeline
+from .loading import load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_margin_decay
 from .readers import bare_copy
@@ -133,7 +133,7 @@ def weight_row_bytes(pipe: SparsePipe) -> float:
 
 def directory_bytes(path: Any) -> Optional[int]:
     """Bytes of every file under a pipeline directory (None if not one)."""
-    path = DEFAULT_MODEL_PATH if str(path) == "default" else Path(str(path))
+    path = resolve_model(path)
     if not path.is_dir():
         return None
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
@@ -157,6 +157,22 @@ def accuracy(pipe: SparsePipe, docs: List[Doc], references: List[Doc]) -> Tuple[
         if scores.get(key) is not None:
             return key, float(scores[key])
     raise ValueError(f"The component {pipe.name!r} reported none of {ACCURACY_KEYS}")
+
+
+# what a row reports for the whole pipeline, where the pipeline has it
+SCORE_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_uas", "dep_las", "sents_f")
+
+
+def pipeline_scores(nlp: Language, docs: List[Doc], references: List[Doc]) -> Dict[str, float]:
+    """spaCy's scores of every component of the pipeline on processed docs
+    (a full pipeline: tag_acc, sents_f, UAS and LAS), for the keys some
+    component of it is weighted on."""
+    from spacy.scorer import Scorer
+
+    weighted = {k for name in nlp.pipe_names
+                for k, w in nlp.get_pipe_meta(name).default_score_weights.items() if w is not None}
+    scores = Scorer(nlp).score([Example(d, r) for d, r in zip(docs, references)])
+    return {k: float(scores[k]) for k in SCORE_KEYS if k in weighted and isinstance(scores.get(k), (int, float))}
 
 
 def parse_decays(text: str) -> List[float]:
@@ -210,10 +226,10 @@ def run_bench(
         for margin, decay in settings:
             pipe.margin, pipe.margin_decay = margin, decay
             pipe.reset_usage()
-            for _doc in nlp.pipe(docs):
-                pass
+            done = list(nlp.pipe(docs))
             key, acc = accuracy(pipe, docs, references)
             rows.append({"margin": margin, "margin_decay": decay, "accuracy": acc, "metric": key,
+                         "scores": pipeline_scores(nlp, done, references),
                          "templates_per_token": pipe.templates_per_token, "words_per_second": 0.0})
         # settings take turns, so a slow spell of the machine hits them all
         for _ in range(max(1, repeat)):
@@ -241,11 +257,11 @@ def run_bench(
         time_pipe(other, other_docs[:20], 1)
         other_wps = time_pipe(other, other_docs, repeat)
         metric = rows[0]["metric"]
-        scores = other.evaluate([Example(d, r) for d, r in zip(input_docs(other, references, text, sents, tags),
-                                                                references)])
+        scored = list(other.pipe(input_docs(other, references, text, sents, tags)))
+        scores = pipeline_scores(other, scored, references)
         result["compare"] = {"model": str(compare), "words_per_second": other_wps,
-                             "pipeline_bytes": directory_bytes(compare),
-                             "accuracy": float(scores[metric]) if scores.get(metric) is not None else None}
+                             "pipeline_bytes": directory_bytes(compare), "scores": scores,
+                             "accuracy": scores.get(metric)}
         for r in rows:
             r["ratio_vs_compare"] = r["words_per_second"] / other_wps
     return result

@@ -7,7 +7,10 @@ from importlib import resources
 from pathlib import Path
 from typing import List, Union
 
-DEFAULT_MODEL_PATH = Path(__file__).parent / "data" / "en_ewt_sparse_tagger"
+DATA_PATH = Path(__file__).parent / "data"
+# the pipelines the package ships: the full one (sentence segmenter, tagger, parser) and the smallest (tagger)
+DEFAULT_PIPELINES = {"full": DATA_PATH / "en_ewt_sparse", "tagger": DATA_PATH / "en_ewt_sparse_tagger"}
+DEFAULT_MODEL_PATH = DEFAULT_PIPELINES["full"]
 
 
 def config_names() -> List[str]:
@@ -24,24 +27,44 @@ def config_path(name: str) -> Path:
     return Path(str(resources.files("spacy_sparse") / "configs" / f"{stem}.cfg"))
 
 
-def load_default(**kwargs):
-    """Load the embedded default pipeline: a sparse_tagger trained on UD
-    English-EWT (CC BY-SA 4.0; see data/en_ewt_sparse_tagger/LICENSE)."""
+def default_path(name: str = "full") -> Path:
+    """Where the shipped pipeline `name` ("full" or "tagger") lives."""
+    if name not in DEFAULT_PIPELINES:
+        raise ValueError(f"No shipped pipeline {name!r}; the package has: {', '.join(DEFAULT_PIPELINES)}")
+    path = DEFAULT_PIPELINES[name]
+    if not (path / "config.cfg").exists():
+        raise OSError(f"The embedded pipeline {name!r} is missing from {path}")
+    return path
+
+
+def load_default(name: str = "full", **kwargs):
+    """Load an embedded pipeline trained on UD English-EWT (CC BY-SA 4.0;
+    see its LICENSE): "full" (sparse_senter, sparse_tagger, sparse_parser)
+    or "tagger" (sparse_tagger alone, the smallest)."""
     import spacy
 
-    if not (DEFAULT_MODEL_PATH / "config.cfg").exists():
-        raise OSError(f"The embedded default model is missing from {DEFAULT_MODEL_PATH}")
-    return spacy.load(DEFAULT_MODEL_PATH, **kwargs)
+    return spacy.load(default_path(name), **kwargs)
+
+
+def resolve_model(model: Union[str, Path]) -> Path:
+    """A model argument of the commands: "default" (the full shipped
+    pipeline), "default-tagger", or a path."""
+    text = str(model)
+    if text == "default":
+        return default_path("full")
+    if text.startswith("default-") and text[len("default-"):] in DEFAULT_PIPELINES:
+        return default_path(text[len("default-"):])
+    return Path(text)
 
 
 def load_pipeline(model: Union[str, Path], n_threads: int = 1):
-    """spacy.load, with "default" naming the embedded model, and every sparse
+    """spacy.load, with "default" / "default-tagger" naming the embedded pipelines, and every sparse
     component set to label with `n_threads` threads."""
     import spacy
 
     from .pipeline.base import SparsePipe
 
-    nlp = load_default() if str(model) == "default" else spacy.load(model)
+    nlp = spacy.load(resolve_model(model))
     for _name, pipe in nlp.pipeline:
         if isinstance(pipe, SparsePipe):
             pipe.n_threads = n_threads

@@ -87,3 +87,25 @@ def test_tagger_labels_each_predicted_sentence(senter_nlp, ewt_refs):
     for sent in sents:
         alone = nlp.get_pipe("sparse_tagger")(sent.as_doc())
         assert [t.tag_ for t in alone] == [t.tag_ for t in sent]
+
+
+def test_parser_keeps_the_segmenters_sentences(senter_nlp, ewt_refs):
+    """After a senter, the parser makes one tree per predicted sentence, so
+    doc.sents stay the senter's; presets and odd docs pass through."""
+    from conftest import to_examples
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_senter", source=senter_nlp)
+    parser = nlp.add_pipe("sparse_parser", config={"explore_after": 0})
+    train = to_examples(nlp, ewt_refs["train"][:150])
+    parser.initialize(lambda: train, nlp=nlp)
+    for _ in range(2):
+        for i in range(0, len(train), 16):
+            parser.update(train[i:i + 16])
+    texts = [r.text for r in ewt_refs["dev"][:15]] + ["no final punctuation here just words and more words then more",
+                                                      "", "   ", "Hi"]
+    alone = [[t.is_sent_start for t in d] for d in senter_nlp.pipe(texts)]
+    for doc, starts in zip(nlp.pipe(texts), alone):
+        assert [bool(t.is_sent_start) for t in doc] == [bool(s) for s in starts]
+        if len(doc):
+            assert all(sum(1 for t in sent if t.head == t) == 1 for sent in doc.sents)

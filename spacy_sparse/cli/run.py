@@ -23,7 +23,12 @@ def _tag_sample(nlp, text: str) -> None:
     doc = nlp(text)
     pipe = nlp.get_pipe("sparse_tagger")
     attr = "tag_" if pipe.annotate == "tag" else "pos_"
-    msg.text(" ".join(f"{t.text}/{getattr(t, attr)}" for t in doc))
+    parsed = doc.has_annotation("DEP")
+    for sent in doc.sents:
+        if parsed:
+            msg.text(" ".join(f"{t.text}/{getattr(t, attr)}/{t.dep_}<{t.head.i - sent.start}" for t in sent))
+        else:
+            msg.text(" ".join(f"{t.text}/{getattr(t, attr)}" for t in sent))
     docs = [nlp.make_doc(text) for _ in range(3000)]
     n = sum(len(d) for d in docs)
     start = time.perf_counter()
@@ -38,8 +43,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .. import load_default
 
     start = time.perf_counter()
-    nlp = load_default()
-    msg.good(f"Loaded the embedded en_ewt sparse_tagger in {time.perf_counter() - start:.2f}s")
+    nlp = load_default(args.pipeline)
+    msg.good(f"Loaded the embedded en_ewt pipeline {args.pipeline!r} ({', '.join(nlp.pipe_names)}) "
+             f"in {time.perf_counter() - start:.2f}s")
     _tag_sample(nlp, args.text or SAMPLE_TEXT)
     if not args.data:
         return 0
@@ -163,14 +169,16 @@ def cmd_tag_shards(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="tag a sample with the embedded model; --data DIR trains and evaluates too")
+    p = sub.add_parser("demo", help="tag and parse a sample with the embedded pipeline; --data DIR trains and evaluates a tagger too")
     p.add_argument("--data", help="a UD treebank directory (*-ud-train/dev/test.conllu), e.g. ../shared/data/ud-english-ewt")
     p.add_argument("--output", default="training/demo", help="where --data writes corpora and the model")
     p.add_argument("--text", help="text to tag instead of the built-in sample")
+    p.add_argument("--pipeline", choices=["full", "tagger"], default="full",
+                   help="the embedded pipeline: segmenter + tagger + parser, or the tagger alone")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("tag", help="stream text or JSONL through a pipeline to JSONL or .spacy shards")
-    p.add_argument("model", help='a pipeline directory, or "default" for the embedded model')
+    p.add_argument("model", help='a pipeline directory, or "default" / "default-tagger" for an embedded one')
     p.add_argument("input", help="a file of one doc per line, or - for stdin")
     p.add_argument("output", help="a .jsonl file, - for stdout, or a directory/NAME.spacy for DocBin shards")
     p.add_argument("--format", choices=["text", "jsonl"], help='input format (default: by extension; JSONL takes {"text": ...})')
@@ -183,7 +191,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("tag-shards", help="annotate many files on a Dask cluster (extra: spacy-sparse[dask])")
-    p.add_argument("model", help='a pipeline directory every worker can read, or "default"')
+    p.add_argument("model", help='a pipeline directory every worker can read, or "default" / "default-tagger"')
     p.add_argument("output_dir")
     p.add_argument("inputs", nargs="+", help="input shards (one doc per line)")
     p.add_argument("--scheduler", help="address of a running Dask scheduler (default: a LocalCluster)")

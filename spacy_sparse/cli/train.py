@@ -84,43 +84,57 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return rewrite_components(args, lambda model: f"quantized to {quantize(model, settings)['distinct_weights']} values")
 
 
-DEFAULT_NOTE = """The embedded default pipeline of spacy-sparse: a sparse_tagger (token.tag_, PTB-style XPOS)
-trained on UD English-EWT by `spacy project run train-small` and shipped by `spacy project run ship-default`.
+DEFAULT_NOTE = """An embedded pipeline of spacy-sparse ({pipes}), trained on UD English-EWT by the project's
+`spacy project run {command}` and shipped by `python -m spacy_sparse ship-default`.
 
 This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
 (https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
 {pruned}"""
 
+# meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
+SHIPPED_NAMES = {"full": ("ewt_sparse", "train-default"), "tagger": ("ewt_sparse_tagger", "train-small")}
+
 
 def cmd_ship_default(args: argparse.Namespace) -> int:
-    """Copy a trained tagger pipeline into the package as the embedded default."""
+    """Copy a trained pipeline into the package as an embedded default:
+    "full" (segmenter, tagger, parser) or "tagger"."""
     import shutil
 
     import spacy
 
-    from ..loading import DEFAULT_MODEL_PATH
+    from ..loading import DEFAULT_PIPELINES
+    from ..pipeline.base import SparsePipe
 
     nlp = spacy.load(args.model)
-    pipe = nlp.get_pipe("sparse_tagger")
-    dropped = pipe._require_model().prune_weights(args.min_weight) if args.min_weight > 0 else 0
+    sparse = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, SparsePipe)]
+    if not sparse:
+        msg.fail(f"{args.model} has no spacy-sparse component to ship")
+        return 1
+    dropped = 0
+    if args.min_weight > 0:
+        dropped = sum(pipe._require_model().prune_weights(args.min_weight) for pipe in sparse)
     if args.sentencizer and "sentencizer" not in nlp.pipe_names:
         # the tagger labels sentence by sentence when a doc has sentence
         # starts; on raw multi-sentence text a rule-based sentencizer supplies
         # them (at a cost: spaCy's sentencizer runs Python per token)
         nlp.add_pipe("sentencizer", first=True)
-    nlp.meta["name"] = "ewt_sparse_tagger"  # spacy package prefixes the language: en_ewt_sparse_tagger
+    name, command = SHIPPED_NAMES[args.kind]
+    nlp.meta["name"] = name
     nlp.meta["license"] = "CC BY-SA 4.0"
     nlp.meta["sources"] = [{"name": "UD English-EWT", "license": "CC BY-SA 4.0"}]
-    if DEFAULT_MODEL_PATH.exists():
-        shutil.rmtree(DEFAULT_MODEL_PATH)
-    nlp.to_disk(DEFAULT_MODEL_PATH)
-    # The tagger reads word forms from the docs it gets, not from the vocab:
-    # ship only the label strings, not the training corpus's word list.
-    srsly.write_json(DEFAULT_MODEL_PATH / "vocab" / "strings.json", sorted(set(pipe.labels)))
+    target = DEFAULT_PIPELINES[args.kind]
+    if target.exists():
+        shutil.rmtree(target)
+    nlp.to_disk(target)
+    # The components read word forms from the docs they get, not from the
+    # vocab: ship only the label strings, not the training corpus's word list.
+    labels = {label for pipe in sparse for label in pipe.labels}
+    srsly.write_json(target / "vocab" / "strings.json", sorted(labels))
     pruned = f"Weights with |w| < {args.min_weight:g} were dropped to keep the package small.\n" if dropped else ""
-    (DEFAULT_MODEL_PATH / "LICENSE").write_text(DEFAULT_NOTE.format(pruned=pruned))
-    size = sum(p.stat().st_size for p in DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
-    msg.good(f"Shipped {args.model} to {DEFAULT_MODEL_PATH} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
+    note = DEFAULT_NOTE.format(pipes=", ".join(nlp.pipe_names), command=command, pruned=pruned)
+    (target / "LICENSE").write_text(note)
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    msg.good(f"Shipped {args.model} to {target} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
     return 0
 
 
@@ -191,8 +205,10 @@ def register(sub) -> None:
     p.add_argument("--component", help="only this sparse component (default: all)")
     p.set_defaults(func=cmd_quantize)
 
-    p = sub.add_parser("ship-default", help="make a trained tagger the package's embedded default")
+    p = sub.add_parser("ship-default", help="make a trained pipeline one of the package's embedded defaults")
     p.add_argument("model")
+    p.add_argument("--kind", choices=["full", "tagger"], default="full",
+                   help="full: segmenter + tagger + parser (load_default()); tagger: load_default('tagger')")
     p.add_argument("--min-weight", type=float, default=0.0, help="drop averaged weights smaller than this (0: none)")
     p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
     p.set_defaults(func=cmd_ship_default)
