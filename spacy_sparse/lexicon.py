@@ -13,7 +13,7 @@ lock; a writer adds new word types under a lock and publishes a new
 snapshot, never mutating one a reader might hold.
 """
 import threading
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -101,10 +101,12 @@ class Lexicon:
     def generation(self) -> int:
         return self._snapshot[2]
 
-    def lookup(self, orths: np.ndarray) -> Tuple[np.ndarray, np.ndarray, int]:
+    def lookup(self, orths: np.ndarray, other_vocabs: Sequence[Vocab] = ()) -> Tuple[np.ndarray, np.ndarray, int]:
         """Rows for ORTH hashes, adding unseen word types. Returns the rows,
         the value table they index and the generation of their numbering
-        (a consistent snapshot)."""
+        (a consistent snapshot). The strings of new types come from the
+        pipeline's vocab or, for docs made with another vocab, from
+        `other_vocabs` (a hash names the same string in every vocab)."""
         orths = np.ascontiguousarray(orths, dtype=np.uint64)
         tab, values, generation = self._snapshot
         out = np.empty(orths.shape[0], dtype=np.int64)
@@ -113,12 +115,21 @@ class Lexicon:
         with self._lock:
             tab, values, generation = self._snapshot
             if find_many(tab, tab.shape[0] // 2, orths, out) > 0:
-                self._add(np.unique(orths[out < 0]))
+                self._add(np.unique(orths[out < 0]), other_vocabs)
                 tab, values, generation = self._snapshot
                 find_many(tab, tab.shape[0] // 2, orths, out)
         return out, values, generation
 
-    def _add(self, new_orths: np.ndarray) -> None:
+    def _text(self, orth: int, other_vocabs: Sequence[Vocab]) -> str:
+        if orth in self.vocab.strings:
+            return self.vocab.strings[orth]
+        for vocab in other_vocabs:
+            if orth in vocab.strings:
+                return vocab.strings[orth]
+        raise ValueError(f"A token's text (hash {orth}) is in no vocab the docs came with: make docs with the "
+                         "pipeline's own vocab (nlp.make_doc or Doc(nlp.vocab, ...))")
+
+    def _add(self, new_orths: np.ndarray, other_vocabs: Sequence[Vocab] = ()) -> None:
         """Add word types under the lock. Rows and keys are written in place
         when there is room (value rows first, then keys, so readers of the
         current snapshot never see a half-added type); growing publishes new
@@ -126,9 +137,8 @@ class Lexicon:
         if self._n + len(new_orths) > MAX_TYPES:
             self._reset()
         tab, values, generation = self._snapshot
-        strings = self.vocab.strings
-        fresh = np.array([lexical_atoms(self.vocab, strings[int(o)], self.classes) for o in new_orths],
-                         dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
+        texts = [self._text(int(o), other_vocabs) for o in new_orths]
+        fresh = np.array([lexical_atoms(self.vocab, text, self.classes) for text in texts], dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
         n_old, n_new = self._n, self._n + len(new_orths)
         if n_new + 1 > values.shape[0]:
             grown = np.zeros((2 * (n_new + 1), values.shape[1]), dtype=np.uint64)

@@ -57,6 +57,10 @@ from .checks import check_number  # noqa: E402
 from .codes import HISTORY_ATTRS, LEX_ATTRS, LEX_COLUMN, SLOT_CODE, SLOTS, STATE_ATTRS  # noqa: E402,F401
 
 
+# how far an atom may read from the token it helps label
+MAX_OFFSET = 64
+
+
 @dataclass(frozen=True)
 class Atom:
     attr: str
@@ -125,6 +129,8 @@ def _offset_atom(text: str, attr: str, pos: str) -> Atom:
             f"Position {pos!r} in template {text!r} is neither an integer offset nor a parser slot "
             f"({', '.join(SLOTS)})"
         ) from None
+    if abs(offset) > MAX_OFFSET:
+        raise ValueError(f"Offset {offset} in template {text!r} is beyond +-{MAX_OFFSET} tokens")
     if (attr == "tag" and offset >= 0) or (attr == "hist" and offset > 0):
         raise ValueError(
             f"Template {text!r} reads a predicted label at {offset}: only earlier "

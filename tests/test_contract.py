@@ -118,3 +118,16 @@ def test_parser_label_indices_stay_when_labels_are_added(ewt_refs):
     again = spacy.blank("en")
     again.add_pipe("sparse_parser").from_bytes(parser.to_bytes())
     assert again.get_pipe("sparse_parser")._deps == parser._deps
+
+
+def test_docs_from_another_vocab_are_labelled_like_our_own(small_tagger):
+    """spaCy's components take docs made with another Vocab; ours read the words' strings from the doc's vocab
+    when the pipeline's lacks them (before: a KeyError)."""
+    from spacy.tokens import Doc
+    from spacy.vocab import Vocab
+
+    nlp, tagger = small_tagger
+    words = ["Zorblax", "quickly", "photographed", "the", "unfamiliar", "harbour", "."]
+    other = Doc(Vocab(), words=words)
+    own = Doc(nlp.vocab, words=words)
+    assert [t.tag_ for t in tagger(other)] == [t.tag_ for t in tagger(own)]

@@ -66,7 +66,8 @@ class DocBatch:
                 unset[:, 0] = doc.to_array(ORTH)
                 cols.append(unset)
         table = np.concatenate(cols)
-        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(table[:, 0]))
+        others = list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
+        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(table[:, 0]), others)
         doc_starts = self.doc_off[:-1][lengths > 0]
         starts = table[:, 1] == 1
         starts[doc_starts] = True

@@ -263,6 +263,9 @@ class SparseParser(SparsePipe):
             start, end = int(doc_off[i]), int(doc_off[i + 1])
             if end == start:
                 continue
+            if doc.vocab is not self.vocab:
+                for label in self._deps:  # so the doc's own vocab can read dep_
+                    doc.vocab.strings.add(label)
             arr = np.empty((end - start, 2), dtype=np.uint64)
             arr[:, 0] = (heads[start:end] - np.arange(start, end)).astype(np.uint64)
             arr[:, 1] = values[start:end]

@@ -145,6 +145,9 @@ class SparseTagger(SequencePipe):
         values = self._label_values[pred].reshape(-1, 1)
         for i, doc in enumerate(docs):
             start, end = doc_off[i], doc_off[i + 1]
+            if doc.vocab is not self.vocab and self.annotate == "tag":
+                for label in self.labels:  # so the doc's own vocab can read tag_
+                    doc.vocab.strings.add(label)
             if end > start:
                 doc.from_array([attr], values[start:end])
 
