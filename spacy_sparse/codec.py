@@ -217,7 +217,8 @@ def loads(data: bytes) -> Any:
 def _check_format(msg: Any) -> None:
     if not isinstance(msg, dict) or msg.get("format") != FORMAT_NAME:
         raise ValueError(f"Not a spacy-sparse model: expected format {FORMAT_NAME!r}")
-    if msg.get("version") not in READ_VERSIONS:
+    version = msg.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version not in READ_VERSIONS:
         raise ValueError(
             f"Unsupported spacy-sparse model version {msg.get('version')!r}; this build reads versions {READ_VERSIONS}"
         )
@@ -225,6 +226,8 @@ def _check_format(msg: Any) -> None:
         raise ValueError("Corrupt model: 'templates' must be a list of strings")
     if not isinstance(msg.get("labels"), list) or not all(isinstance(t, str) for t in msg["labels"]):
         raise ValueError("Corrupt model: 'labels' must be a list of strings")
+    if "" in msg["labels"] or len(set(msg["labels"])) != len(msg["labels"]):
+        raise ValueError("Corrupt model: a label is empty or named twice")
 
 
 def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int, limit: Optional[int] = None) -> np.ndarray:

@@ -45,12 +45,38 @@ def test_corrupt_or_foreign_bytes_raise_value_error(model_bytes, mangle):
     ("row_label", np.array([250], dtype=np.uint8)),
     ("template_features", None),
     ("row_length", np.array([1], dtype=np.uint8)),
+    ("version", 4.0),
+    ("version", "4"),
+    ("version", True),
+    ("labels", []),
+    ("templates", ["lower@99999999999"]),
 ])
 def test_inconsistent_fields_raise_value_error(model_bytes, field, value):
     msg = codec.unseal(model_bytes)
     msg[field] = value
     with pytest.raises(ValueError):
         SparseLinearModel.from_dict(msg)
+
+
+@pytest.mark.parametrize("change", [lambda labels: [""] + labels[1:], lambda labels: [labels[1]] + labels[1:]])
+def test_empty_or_repeated_labels_raise_value_error(model_bytes, change):
+    msg = codec.unseal(model_bytes)
+    msg["labels"] = change(list(msg["labels"]))
+    with pytest.raises(ValueError, match="label"):
+        SparseLinearModel.from_dict(msg)
+
+
+def test_templates_of_another_component_kind_fail_on_load(trained, model_bytes):
+    """A parser's slots in a tagger's file (or the other way round) load as a model but not into the component."""
+    msg = codec.unseal(model_bytes)
+    msg["templates"] = ["tag@S0"] + msg["templates"][1:]
+    data = codec.seal(msg)
+    SparseLinearModel.from_bytes(data)
+    with pytest.raises(ValueError, match="templates must read"):
+        trained[1]._load_model(data)
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="templates must read"):
+        nlp.add_pipe("sparse_parser")._load_model(model_bytes)
 
 
 def test_weights_out_of_range_labels(model_bytes):
@@ -126,7 +152,9 @@ def test_template_sets_are_bounded_and_duplicates_named():
         parse_templates([f"lower@{i}" for i in range(MAX_TEMPLATES + 1)])
     with pytest.raises(ValueError, match="Duplicate templates: lower@0"):
         parse_templates(["lower@0", "suf3@0", "lower@0"])
-    assert len(parse_templates([f"lower@{i}" for i in range(-2000, 2000)])) == 4000
+    assert len(parse_templates([f"lower@{a}+shape@{b}" for a in range(-40, 40) for b in range(-25, 25)])) == 4000
+    with pytest.raises(ValueError, match="beyond"):
+        parse_templates(["lower@-2000"])
 
 
 @pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner", "sparse_parser"])

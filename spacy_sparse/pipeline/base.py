@@ -396,6 +396,7 @@ class SparsePipe(TrainablePipe):
     def _load_model(self, data: bytes, where: str = "bytes") -> None:
         try:
             model = SparseLinearModel.from_bytes(data)
+            check_kind(model.templates, self.template_kind, type(self).__name__)
         except ValueError as err:
             raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
         self.sparse = model
