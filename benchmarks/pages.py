@@ -22,14 +22,25 @@ HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->
 
 # (results stem, section title, what the reader should know about the setting)
 BENCH_SECTIONS = [
-    ("default_raw", "Embedded default on raw text",
-     "`spacy_sparse.load_default()` (the small DC-ADMM tagger the package ships) on EWT test: each document's "
-     "text through spaCy's tokenizer, no sentence boundaries, scored by spaCy's scorer through the alignment "
-     "(what `spacy evaluate` does without `--gold-preproc`). Compared with spaCy's CNN efficiency tagger "
-     "(`configs/cnn_tagger.cfg`) trained on the same data, timed in the same run."),
+    ("full_raw", "Embedded full pipeline on raw text",
+     "`spacy_sparse.load_default()` (segmenter, tagger and parser with DC-ADMM, `configs/tagger_parser_small.cfg`) "
+     "on EWT test: each document's text through spaCy's tokenizer, no sentence boundaries, scored by spaCy's scorer "
+     "through the alignment (what `spacy evaluate` does without `--gold-preproc`). The margin is the parser's. "
+     "Compared with spaCy's CNN efficiency tagger + parser (`configs/cnn_tagger_parser.cfg`, trained on spaCy's "
+     "tokens of the same data), timed in the same run."),
+    ("pipeline_raw", "Float pipeline (`configs/tagger_parser.cfg`) on raw text",
+     "The float segmenter + tagger + parser of `configs/tagger_parser.cfg` on the same input: `model-best` (step "
+     "1,400) of a `spacy train` run with that recipe that was stopped after 2,000 of its steps to free the machine "
+     "(dev scores had stopped rising; CHANGELOG.md)."),
+    ("full_gold", "Embedded full pipeline with gold tokens and gold sentences",
+     "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
+    ("default_raw", "Embedded tagger on raw text",
+     "`spacy_sparse.load_default(\"tagger\")` (the small DC-ADMM tagger the package ships) on EWT test, raw text "
+     "as above. Compared with spaCy's CNN efficiency tagger (`configs/cnn_tagger.cfg`) trained on the same data, "
+     "timed in the same run."),
     ("tagger_raw", "Trained tagger (`configs/tagger.cfg`) on raw text",
      "The float tagger `spacy train configs/tagger.cfg` makes, on the same input as above."),
-    ("default_gold", "Embedded default with gold tokens and gold sentences",
+    ("default_gold", "Embedded tagger with gold tokens and gold sentences",
      "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
     ("tagger_gold", "Trained tagger with gold tokens and gold sentences",
      "The same setting for the float tagger of `configs/tagger.cfg`."),
@@ -78,19 +89,32 @@ def provenance(found: Sequence[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+SCORE_NAMES = {"tag_acc": "tag acc", "pos_acc": "POS acc", "ents_f": "ents F", "dep_uas": "UAS", "dep_las": "LAS",
+               "sents_f": "sents F"}
+
+
+def score_keys(result: Dict[str, Any]) -> List[str]:
+    """The pipeline scores a run has beyond its one metric (a full pipeline's tags, UAS, LAS and sentence F)."""
+    scores = result["rows"][0].get("scores") or {}
+    return [k for k in SCORE_NAMES if k in scores] if len(scores) > 1 else []
+
+
 def bench_table(found: Sequence[Dict[str, Any]]) -> str:
     first = found[0]
     metric = first["rows"][0]["metric"]
+    keys = score_keys(first)
     has_cmp = "compare" in first
-    head = ["margin", "decay", metric, "templates/token", "words/s", "vs margin none"] + \
+    head = ["margin", "decay"] + ([SCORE_NAMES[k] for k in keys] or [metric]) + \
+        ["templates/token", "words/s", "vs margin none"] + \
         (["vs compared"] if has_cmp else []) + ["ns/template", "row bytes/token"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, row in enumerate(first["rows"]):
         wps = [run["rows"][i]["words_per_second"] for run in found]
         ups = [run["rows"][i]["speedup"] for run in found if run["rows"][i]["speedup"]]
+        accs = [f"{100 * row['scores'][k]:.2f}" for k in keys] or [f"{100 * row['accuracy']:.2f}"]
         cells = ["none" if row["margin"] is None else f"{row['margin']:g}",
                  "–" if row["margin"] is None else f"{row['margin_decay']:g}",
-                 f"{100 * row['accuracy']:.2f}", f"{row['templates_per_token']:.2f}", span(wps),
+                 *accs, f"{row['templates_per_token']:.2f}", span(wps),
                  span(ups, "{:.2f}", "×") if ups else "–"]
         if has_cmp:
             cells.append(span([run["rows"][i]["ratio_vs_compare"] for run in found], "{:.1f}", "×"))
@@ -109,8 +133,13 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
     if has_cmp:
         c = [run["compare"] for run in found]
         acc = c[0].get("accuracy")
-        text += f" Compared: `{c[0]['model']}` ({mb(c[0].get('pipeline_bytes'))}), " \
-                f"{metric} {100 * acc:.2f}, " if acc is not None else f" Compared: `{c[0]['model']}`, "
+        other = c[0].get("scores") or {}
+        if keys and other:
+            text += f" Compared: `{c[0]['model']}` ({mb(c[0].get('pipeline_bytes'))}), " + \
+                ", ".join(f"{SCORE_NAMES[k]} {100 * other[k]:.2f}" for k in keys if k in other) + ", "
+        else:
+            text += f" Compared: `{c[0]['model']}` ({mb(c[0].get('pipeline_bytes'))}), " \
+                    f"{metric} {100 * acc:.2f}, " if acc is not None else f" Compared: `{c[0]['model']}`, "
         text += f"{span([x['words_per_second'] for x in c])} words/s."
     return text
 
@@ -144,12 +173,18 @@ def page() -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+def _pct(scores: Dict[str, Any], key: str) -> str:
+    return f"{100 * scores[key]:.2f}" if scores.get(key) is not None else "–"
+
+
 def headline() -> Optional[str]:
     """README's table: accuracy on raw text (then gold tokens), words/s against the CNN, size."""
     rows: List[str] = []
     meta: Dict[str, Any] = {}
-    cnn: Optional[Dict[str, Any]] = None
-    for stem, name in (("default_raw", "embedded default (`load_default()`)"),
+    cnns: Dict[str, Dict[str, Any]] = {}
+    for stem, name in (("full_raw", "embedded full pipeline (`load_default()`)"),
+                       ("pipeline_raw", "`configs/tagger_parser.cfg`"),
+                       ("default_raw", "embedded tagger (`load_default(\"tagger\")`)"),
                        ("tagger_raw", "`configs/tagger.cfg`"),
                        ("composed_raw", "`configs/tagger_composed.cfg`")):
         found = runs(stem)
@@ -157,25 +192,35 @@ def headline() -> Optional[str]:
             continue
         first = found[0]
         none = next(i for i, r in enumerate(first["rows"]) if r["margin"] is None)
+        row = first["rows"][none]
+        scores = dict(row.get("scores") or {}, **{row["metric"]: row["accuracy"]})
         gold = runs(stem.replace("_raw", "_gold"))
-        gold_acc = f"{100 * gold[0]['rows'][none]['accuracy']:.2f}" if gold else "–"
+        gold_scores = {}
+        if gold:
+            g = gold[0]["rows"][none]
+            gold_scores = dict(g.get("scores") or {}, **{g["metric"]: g["accuracy"]})
+        gold_text = " / ".join(_pct(gold_scores, k) for k in ("tag_acc", "dep_las") if k in gold_scores) or "–"
         ratio = span([r["rows"][none]["ratio_vs_compare"] for r in found], "{:.1f}", "×") if "compare" in first else "–"
-        rows.append(f"| {name} | {100 * first['rows'][none]['accuracy']:.2f} | {gold_acc} | "
-                    f"{span([r['rows'][none]['words_per_second'] for r in found])} | {ratio} | "
-                    f"{mb(first.get('component_bytes'))} | {mb(first.get('pipeline_bytes'))} |")
-        if "compare" in first and cnn is None:
-            cnn = dict(first["compare"], words=span([r["compare"]["words_per_second"] for r in found]))
+        rows.append(f"| {name} | {_pct(scores, 'tag_acc')} | {_pct(scores, 'dep_las')} | {_pct(scores, 'sents_f')} | "
+                    f"{gold_text} | {span([r['rows'][none]['words_per_second'] for r in found])} | {ratio} | "
+                    f"{mb(first.get('pipeline_bytes'))} |")
+        if "compare" in first and first["compare"]["model"] not in cnns:
+            c = first["compare"]
+            cnns[c["model"]] = dict(c, words=span([r["compare"]["words_per_second"] for r in found]),
+                                    scores=c.get("scores") or {row["metric"]: c.get("accuracy")})
         meta = meta or first.get("meta", {})
     if not rows:
         return None
-    table = ["| tagger, EWT test | tag acc, raw text | tag acc, gold tokens + sentences | words/s | vs spaCy CNN | "
-             "model file | pipeline directory |", "|---|---|---|---|---|---|---|", *rows]
-    if cnn and cnn.get("accuracy") is not None:
-        table.append(f"| spaCy CNN tagger (`configs/cnn_tagger.cfg`) | {100 * cnn['accuracy']:.2f} | – | "
-                     f"{cnn['words']} | 1× | – | {mb(cnn.get('pipeline_bytes'))} |")
+    table = ["| EWT test, raw text | tag acc | LAS | sentence F | tag / LAS, gold tokens + sentences | words/s | "
+             "vs spaCy CNN | on disk |", "|---|---|---|---|---|---|---|---|", *rows]
+    for model, c in cnns.items():
+        scores = dict(c.get("scores") or {})
+        table.append(f"| spaCy CNN (`{model}`) | {_pct(scores, 'tag_acc')} | {_pct(scores, 'dep_las')} | "
+                     f"{_pct(scores, 'sents_f')} | – | {c['words']} | 1× | {mb(c.get('pipeline_bytes'))} |")
     m = meta.get("machine", {})
     table.append("")
-    table.append(f"Margin none (every template). {m.get('cores', '?')}-core {m.get('cpu', '?')}, {meta.get('date', '?')}, "
+    table.append(f"Margin none (every template). Each row is compared with the CNN that does the same job, in the same "
+                 f"run. {m.get('cores', '?')}-core {m.get('cpu', '?')}, {meta.get('date', '?')}, "
                  f"commit `{meta.get('commit', '?')}`; words/s is the range over the runs; commands and the other "
                  "margins: [docs/benchmarks.md](docs/benchmarks.md).")
     return "\n".join(table)

@@ -191,6 +191,8 @@ class SparsityCallback:
         admm = st.get("admm")
         if admm is None or admm[0] is not pipe.sparse:
             admm = st["admm"] = (pipe.sparse, DcAdmm(self.dc_admm))
+            if self.dc_admm.closed:
+                pipe.sparse.closed = True
             admm[1].begin(pipe.sparse)
             self.log(f"{pipe.name}: DC-ADMM starts (zeta {self.dc_admm.zeta}, rho {self.dc_admm.rho})")
             return

