@@ -46,8 +46,9 @@ def test_tag_text_from_stdin_to_jsonl(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3]
-    assert rows[0]["tokens"][0] == {"text": "The", "ws": True, "tag": "DT"}
-    assert all(t["tag"] for r in rows for t in r["tokens"])
+    assert {k: rows[0]["tokens"][0][k] for k in ("text", "ws", "tag", "dep")} == \
+        {"text": "The", "ws": True, "tag": "DT", "dep": "det"}  # the default pipeline parses too
+    assert all(t["tag"] and t["dep"] for r in rows for t in r["tokens"])
 
 
 def test_bad_lines_are_reported_and_skipped(tmp_path):

@@ -24,7 +24,7 @@ def _tag_sample(nlp, text: str) -> None:
     pipe = nlp.get_pipe("sparse_tagger")
     attr = "tag_" if pipe.annotate == "tag" else "pos_"
     parsed = doc.has_annotation("DEP")
-    for sent in doc.sents:
+    for sent in doc.sents if doc.has_annotation("SENT_START") else [doc[:]]:
         if parsed:
             msg.text(" ".join(f"{t.text}/{getattr(t, attr)}/{t.dep_}<{t.head.i - sent.start}" for t in sent))
         else:

@@ -85,14 +85,15 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 
 
 DEFAULT_NOTE = """An embedded pipeline of spacy-sparse ({pipes}), trained on UD English-EWT by the project's
-`spacy project run {command}` and shipped by `python -m spacy_sparse ship-default`.
+{command} and shipped by `python -m spacy_sparse ship-default`.
 
 This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
 (https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
 {pruned}"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
-SHIPPED_NAMES = {"full": ("ewt_sparse", "train-default"), "tagger": ("ewt_sparse_tagger", "train-small")}
+SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, then train-default)"),
+                 "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
 def cmd_ship_default(args: argparse.Namespace) -> int:
