@@ -4,6 +4,7 @@ import pickle
 
 import pytest
 import spacy
+from spacy.tokens import Span
 from spacy.training import Example
 
 from conftest import bare, to_examples, train_tagger
@@ -131,3 +132,16 @@ def test_docs_from_another_vocab_are_labelled_like_our_own(small_tagger):
     other = Doc(Vocab(), words=words)
     own = Doc(nlp.vocab, words=words)
     assert [t.tag_ for t in tagger(other)] == [t.tag_ for t in tagger(own)]
+
+
+def test_ner_keeps_blocked_tokens_out_of_entities(trained_ner):
+    """doc.set_ents(blocked=...) marks tokens no entity may cover: spaCy's NER keeps them so; ours too."""
+    nlp, ner = trained_ner
+    doc = nlp.make_doc("Peter Blackburn met officials of the European Commission in Brussels on Monday .")
+    plain = [(e.start, e.end) for e in ner(doc.copy()).ents]
+    assert plain, "the trained NER should find an entity here"
+    start = plain[0][0]
+    doc.set_ents([], blocked=[Span(doc, start, start + 1)], default="missing")
+    out = ner(doc)
+    assert all(not (e.start <= start < e.end) for e in out.ents)
+    assert out[start].ent_iob_ == "B" and out[start].ent_type_ == ""  # still blocked, as the built-in leaves it

@@ -10,6 +10,7 @@ and predictions fill in around them.
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
+from spacy.attrs import ENT_IOB, ENT_TYPE
 from spacy.language import Language
 from spacy.scorer import get_ner_prf
 from spacy.tokens import Doc, Span
@@ -171,11 +172,14 @@ class SparseNER(SequencePipe):
 
     # ---- inference -----------------------------------------------------------
     def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
-        if not any(doc.ents for doc in docs):
+        blocked = [_blocked(doc) for doc in docs]
+        if not any(doc.ents for doc in docs) and not any(b.any() for b in blocked):
             return np.zeros(0, dtype=np.int32)
         fixed = np.full(batch.n_tokens, -1, dtype=np.int32)
         for i, doc in enumerate(docs):
             base = batch.doc_off[i]
+            # tokens blocked with doc.set_ents(blocked=...) are in no entity
+            fixed[base + np.flatnonzero(blocked[i])] = 0
             for ent in doc.ents:
                 label = ent.label_
                 if label not in self._types:
@@ -202,7 +206,8 @@ class SparseNER(SequencePipe):
             # presets of types the model does not know were fixed as outside
             known = {(sp.start, sp.end) for sp in spans}
             spans.extend(e for e in doc.ents if (e.start, e.end) not in known)
-            doc.set_ents(sorted(spans, key=lambda sp: sp.start), default="outside")
+            blocked = [Span(doc, int(k), int(k) + 1) for k in np.flatnonzero(_blocked(doc))]
+            doc.set_ents(sorted(spans, key=lambda sp: sp.start), blocked=blocked, default="outside")
 
     # ---- training --------------------------------------------------------------
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
@@ -212,6 +217,14 @@ class SparseNER(SequencePipe):
         for eg in examples:
             out.extend(index.get(m, -1) if m else -1 for m in eg.get_aligned_ner())
         return np.array(out, dtype=np.int32).reshape(n_tokens)
+
+
+def _blocked(doc: Doc) -> np.ndarray:
+    """Tokens blocked from entities (spaCy marks them as an entity start of no type)."""
+    if not len(doc):
+        return np.zeros(0, dtype=bool)
+    iob_type = doc.to_array([ENT_IOB, ENT_TYPE]).reshape(-1, 2)
+    return (iob_type[:, 0] == 3) & (iob_type[:, 1] == 0)
 
 
 def _biluo_of(doc: Doc) -> List[str]:
