@@ -1,5 +1,6 @@
 """DC-ADMM (Suzuki & Nagata 2013): the value set, the u-step against brute force, weights in the set, QT."""
 import numpy as np
+import pytest
 import spacy
 from conftest import run, to_examples, train_tagger
 
@@ -109,6 +110,29 @@ def test_dc_admm_weights_lie_in_the_set(ewt_refs):
     examples = to_examples(nlp, ewt_refs["dev"][:40])
     list(tagger.pipe([eg.predicted for eg in examples]))
     assert tagger.score(examples)["tag_acc"] > 0.7
+
+
+def test_closed_dc_admm_compresses_a_loaded_model_without_new_features(ewt_refs):
+    """dc_admm.closed: a trained model (reloaded: only its saved features) is compressed by the callback in
+    spaCy's loop without growing a feature, and keeps most of its accuracy."""
+    from spacy_sparse.callbacks import make_sparsity_callback
+    from conftest import run_epochs
+
+    nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=2)
+    reloaded = spacy.blank("en")
+    reloaded.add_pipe("sparse_tagger").from_bytes(tagger.to_bytes())
+    tagger = reloaded.get_pipe("sparse_tagger")
+    n_before = int(tagger.sparse.n_rows[0])
+    dev = to_examples(reloaded, ewt_refs["dev"][:40])
+    before = reloaded.evaluate(dev)["tag_acc"]
+    callback = make_sparsity_callback(dc_admm={"zeta": 4, "kappa": 2.0, "max_iterations": 2, "closed": True})
+    run_epochs(reloaded, callback, to_examples(reloaded, ewt_refs["train"][150:300]), 3)
+    assert tagger.sparse.closed and int(tagger.sparse.n_rows[0]) == n_before
+    weights = tagger.sparse.averaged()
+    assert np.unique(weights[weights != 0]).size <= 8
+    assert reloaded.evaluate(dev)["tag_acc"] > before - 0.03
+    with pytest.raises(ValueError, match="closed"):
+        make_sparsity_callback(dc_admm={"closed": "yes"})
 
 
 # ---- grouped-weight files ---------------------------------------------------------------
