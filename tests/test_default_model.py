@@ -10,7 +10,7 @@ from conftest import EWT
 
 # Measured on EWT test (gold tokens, whole docs) when the tagger was shipped (CHANGELOG.md); a
 # change that loses accuracy in the shipped model fails here.
-SHIPPED_TEST_ACCURACY = 0.9441
+SHIPPED_TEST_ACCURACY = 0.9461
 # The full pipeline on the first 60 docs of EWT test as raw text, when it was shipped (docs/benchmarks.md has
 # the whole split): tags, LAS, sentence F.
 SHIPPED_FULL = {"tag_acc": 0.9538, "dep_las": 0.7773, "sents_f": 0.8007}
