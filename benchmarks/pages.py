@@ -165,6 +165,20 @@ def page() -> str:
             continue
         check_same_accuracy(found, stem)
         parts += [f"## {title}", "", about, "", bench_table(found), "", provenance(found), ""]
+    cold = runs("cold_start")
+    if cold:
+        parts += ["## Cold start", "",
+                  "Seconds from a new Python process to one labelled sentence (`import spacy, spacy_sparse`, "
+                  "`spacy.load`, `nlp(sentence)`), minus the same for `spacy.blank(\"en\")`, processes taking turns; "
+                  "numba's cache was warm (kernels compiled by an earlier process).", "",
+                  "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
+                  "|---|---|---|---|"]
+        for i, row in enumerate(cold[0]["rows"]):
+            extras = [x for run in cold for x in run["rows"][i]["extra_seconds"]]
+            medians = [run["rows"][i]["median_extra"] for run in cold]
+            parts.append(f"| `{row['model']}` | {span(medians, '{:+.2f}', ' s')} | "
+                         f"{min(extras):+.2f} to {max(extras):+.2f} s | {mb(row.get('pipeline_bytes'))} |")
+        parts += ["", provenance(cold), ""]
     for path in sorted(RESULTS.glob("sparsity_*.json")):
         data = srsly.read_json(path)
         parts += [f"## Sparsity table: {data['table']}", "",

@@ -265,3 +265,32 @@ def run_bench(
         for r in rows:
             r["ratio_vs_compare"] = r["words_per_second"] / other_wps
     return result
+
+
+COLD_SENTENCE = "The ferry left the harbour at dawn."
+
+
+def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
+    """Seconds from a new Python process to one labelled sentence, for
+    each model and for `spacy.blank("en")` as the baseline, runs taking
+    turns (a slow spell hits every model alike). A model is "default",
+    "default-tagger" or a path; each process imports what a user's would."""
+    code = {"blank": "import spacy; nlp = spacy.blank('en')"}
+    for model in models:
+        code[model] = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
+    times: Dict[str, List[float]] = {name: [] for name in code}
+    for _ in range(max(1, runs)):
+        for name, load in code.items():
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True)
+            times[name].append(time.perf_counter() - start)
+    base = sorted(times["blank"])
+    rows = []
+    for name in models:
+        own = sorted(times[name])
+        # pair runs by rank: the k-th fastest of each
+        extra = [a - b for a, b in zip(own, base)]
+        rows.append({"model": str(name), "seconds": own, "blank_seconds": base,
+                     "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
+                     "pipeline_bytes": directory_bytes(name)})
+    return {"runs": runs, "sentence": COLD_SENTENCE, "rows": rows}

@@ -86,7 +86,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cold_start(args: argparse.Namespace) -> int:
+    """New-process time to one labelled sentence, over spacy.blank("en")."""
+    from ..bench import cold_start, provenance
+
+    result = {"meta": provenance(), **cold_start(args.models, runs=args.runs)}
+    for row in result["rows"]:
+        extra = row["extra_seconds"]
+        msg.text(f"{row['model']}: +{row['median_extra']:.2f} s over spacy.blank (median of {len(extra)}; "
+                 f"range {min(extra):+.2f} to {max(extra):+.2f}; blank itself {row['blank_seconds'][0]:.2f} s)")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(args.json, result)
+        msg.good(f"Wrote {args.json}")
+    return 0
+
+
 def register(sub) -> None:
+    p = sub.add_parser("cold-start", help="new-process time to one tagged sentence, over spacy.blank('en')")
+    p.add_argument("models", nargs="+", help='pipeline directories, "default" or "default-tagger"')
+    p.add_argument("--runs", type=int, default=5, help="processes per model (they take turns)")
+    p.add_argument("--json", help="write the times (and command, commit, date, machine) as JSON here")
+    p.set_defaults(func=cmd_cold_start)
+
     p = sub.add_parser("bench", help="accuracy, templates/token and words/s across stop margins")
     p.add_argument("model")
     p.add_argument("data", help="a .spacy DocBin with gold annotation")
