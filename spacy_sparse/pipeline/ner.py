@@ -221,8 +221,8 @@ class SparseNER(SequencePipe):
 
 def _blocked(doc: Doc) -> np.ndarray:
     """Tokens blocked from entities (spaCy marks them as an entity start of no type)."""
-    if not len(doc):
-        return np.zeros(0, dtype=bool)
+    if not len(doc) or not doc.has_annotation("ENT_IOB"):  # a C loop: docs without entity marks cost no array
+        return np.zeros(len(doc), dtype=bool)
     iob_type = doc.to_array([ENT_IOB, ENT_TYPE]).reshape(-1, 2)
     return (iob_type[:, 0] == 3) & (iob_type[:, 1] == 0)
 
