@@ -145,3 +145,32 @@ def test_ner_keeps_blocked_tokens_out_of_entities(trained_ner):
     out = ner(doc)
     assert all(not (e.start <= start < e.end) for e in out.ents)
     assert out[start].ent_iob_ == "B" and out[start].ent_type_ == ""  # still blocked, as the built-in leaves it
+
+
+def _retagged(refs, word, tag):
+    """Copies of refs where every `word` (case as given) carries `tag`."""
+    out = []
+    for ref in refs:
+        ref = ref.copy()
+        for t in ref:
+            if t.text == word:
+                t.tag_ = tag
+        out.append(ref)
+    return out
+
+
+@pytest.mark.parametrize("tag,learned", [("!DT", "not DT"), ("", "DT")])
+def test_tagger_learns_negative_tags(ewt_refs, tag, learned):
+    """A gold tag "!DT" means "anything but DT" (spaCy's neg_prefix). Trained
+    with every "the" annotated "!DT", the tagger does not tag "the" DT; with
+    the same tags missing, it generalizes DT to "the" from "The" (they share
+    the lowercase form). "!DT" never becomes a label."""
+    nlp, tagger = train_tagger(_retagged(ewt_refs["train"][:150], "the", tag), epochs=2)
+    doc = nlp("I saw the dog near the house .")
+    assert (doc[2].tag_ == "DT") == (learned == "DT") and (doc[5].tag_ == "DT") == (learned == "DT")
+    assert doc[3].tag_ == "NN" and doc[6].tag_ == "NN"
+    assert "DT" in tagger.labels and not any(label.startswith("!") for label in tagger.labels)
+    dev = [eg for eg in to_examples(nlp, ewt_refs["dev"][:40])]
+    the = [t.tag_ for eg in dev for t in nlp(eg.reference.text) if t.text == "the"]
+    share = sum(t == "DT" for t in the) / len(the)
+    assert share == 0.0 if learned != "DT" else share > 0.9

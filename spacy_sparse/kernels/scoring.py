@@ -100,6 +100,18 @@ def best_valid(scores, valid):
 
 
 @njit(cache=True, nogil=True)
+def latent_gold(scores, valid, neg):
+    """The label a decision annotated "not neg" learns towards: the best
+    valid label other than neg (-1: none). The update then pushes neg down
+    only while it is within the margin of that label."""
+    best = -1
+    for y in range(scores.shape[0]):
+        if valid[y] and y != neg and (best < 0 or scores[y] > scores[best]):
+            best = y
+    return best
+
+
+@njit(cache=True, nogil=True)
 def decided(scores, valid, margin, done, cand):
     """The label a decision takes. When the margin test stopped it, `cand`
     leads every other label by margin > 0, so it is the best one already

@@ -18,7 +18,8 @@ from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import LOOKAHEAD, block_end, decided, find_row, open_scores, prefix_train_step, score_block
+from .scoring import (LOOKAHEAD, block_end, decided, find_row, latent_gold, open_scores, prefix_train_step,
+                      score_block, score_counted)
 
 
 HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in this doc
@@ -204,6 +205,10 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates,
     from the model's own predictions) and update. Returns the number of
     tokens with a gold label that were predicted wrongly.
 
+    gold[i] >= 0 is a label, -1 none, and -2 - y "anything but y" (a
+    negative tag): learned only when the model predicts y, towards its best
+    other label (latent_gold).
+
     `step` (float64[1]) counts decisions seen so far, for averaging;
     tables, state and params are the learner's (see prefix_train_step).
     """
@@ -236,14 +241,18 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates,
             for t in range(n_tpl):
                 keys[t] = sequence_key(t, i, start, end, templates,
                                        lex_rows, lex, tags, pred, hist)
+            negative = g <= -2
+            if negative:
+                score_counted(keys, tables, state, params, scores)
+                g = latent_gold(scores, valid, -2 - g)
             p = prefix_train_step(keys, rows, scores, valid, g, margin, objective, tables, state, params,
                                   step[0], viol_t, viol_y, grad, touched)
             pred[i] = p
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)
-            if g >= 0:
+            if g >= 0 or negative:  # an annotated decision: it counts for averaging
                 step[0] += 1.0
-                if p != g:
+                if g >= 0 and p != g:
                     errors += 1
     return errors
 

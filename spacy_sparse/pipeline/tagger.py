@@ -7,6 +7,7 @@ from spacy.attrs import POS, TAG
 from spacy.language import Language
 from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.scorer import Scorer
+from spacy.strings import get_string_id
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
@@ -16,6 +17,7 @@ from .settings import COMMON_DEFAULTS
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
+NEG_PREFIX = "!"  # a gold tag "!NN": anything but NN (spaCy's tagger: neg_prefix)
 
 DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
@@ -120,23 +122,31 @@ class SparseTagger(SequencePipe):
         else:
             self._label_values = np.array([self.vocab.strings.add(lab) for lab in labels], dtype=np.uint64)
         self._allowed = np.ones((2, len(labels) + 1, max(1, len(labels))), dtype=np.uint8)
-        order = np.argsort(self._label_values)
-        self._sorted_values = self._label_values[order]
-        self._sorted_index = order.astype(np.int32)
+        # A gold value is a label (index y) or, with the tags, a negative tag
+        # "!label" (-2 - y: "anything but y", as spaCy's tagger reads them).
+        values, index = [self._label_values], [np.arange(len(labels), dtype=np.int32)]
+        if self.annotate == "tag":
+            values.append(np.array([get_string_id(NEG_PREFIX + lab) for lab in labels], dtype=np.uint64))
+            index.append(-2 - index[0])
+        values, index = np.concatenate(values), np.concatenate(index)
+        order = np.argsort(values, kind="stable")
+        self._sorted_values = values[order]
+        self._sorted_index = index[order]
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         seen = set()
         for eg in examples:
             for token in eg.reference:
                 value = getattr(token, self.annotate + "_")
-                if value:
+                if value and not value.startswith(NEG_PREFIX):
                     seen.add(value)
         return sorted(seen)
 
     def _word_labels(self, examples: Iterable[Example]):
         for eg in examples:
             for token in eg.reference:
-                yield token.text, getattr(token, self.annotate + "_")
+                value = getattr(token, self.annotate + "_")
+                yield token.text, "" if value.startswith(NEG_PREFIX) else value
 
     # ---- inference -----------------------------------------------------------
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
@@ -154,7 +164,7 @@ class SparseTagger(SequencePipe):
     # ---- training --------------------------------------------------------------
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
         """Gold label index per predicted token; -1 where missing, unknown
-        or not aligned one-to-one."""
+        or not aligned one-to-one; -2 - y for a negative tag "!y"."""
         attr = ANNOTATE[self.annotate]
         parts = []
         for eg in examples:
