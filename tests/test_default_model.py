@@ -53,6 +53,22 @@ def test_default_model_loads_and_keeps_its_accuracy(tmp_path):
         assert (path / "LICENSE").read_text().count("CC BY-SA 4.0") >= 1
 
 
+@pytest.mark.parametrize("kind", ["full", "tagger"])
+def test_load_default_skips_only_a_tokenizer_the_config_rebuilds(kind):
+    """load_default does not read the tokenizer file back (cold start): the
+    file must be exactly the tokenizer the config builds, and a user's
+    exclude still works."""
+    import spacy
+
+    path = spacy_sparse.loading.default_path(kind)
+    nlp = spacy_sparse.load_default(kind)
+    assert nlp.tokenizer.to_bytes(exclude=["vocab"]) == (path / "tokenizer").read_bytes()
+    assert nlp.pipe_names == spacy.load(path).pipe_names
+    if kind == "full":
+        assert spacy_sparse.load_default(kind, exclude=["sparse_parser"]).pipe_names == ["sparse_tagger",
+                                                                                          "sparse_senter"]
+
+
 def test_demo_command_tags_the_sample(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out

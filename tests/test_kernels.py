@@ -153,7 +153,8 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
-    column, rows = tagger._word_rows.for_batch(m, batch)
+    W = m.weights()
+    column, rows, slot_pos, sums = tagger._word_rows.for_batch(m, batch, W, True)
     one_word = [len(t.atoms) == 1 and t.atoms[0].attr != "tag" for t in m.templates]
     assert one_word == [c >= 0 for c in column] and sum(one_word) == 4
     pred = np.zeros(batch.n_tokens, dtype=np.int32)
@@ -171,6 +172,13 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     assert found > 500
     # only the batch's word types were looked up
     assert (rows[:, 0] != UNSET).sum() == len(np.unique(batch.lex_rows))
+    # the summed vectors: per type and offset, the sum of those rows
+    assert list(slot_pos) == [-2, 0, 1]
+    for w in np.unique(batch.lex_rows):
+        for k, offset in enumerate(slot_pos):
+            parts = [W[rows[w, column[t]]] for t in np.flatnonzero(column >= 0)
+                     if m.atom_pos[m.atom_off[t]] == offset and rows[w, column[t]] >= 0]
+            np.testing.assert_allclose(sums[w, k], np.sum(parts, axis=0) if parts else 0.0, rtol=1e-5, atol=1e-6)
 
 
 def test_the_word_row_cache_follows_the_model_and_the_lexicon(ewt_refs):
@@ -198,6 +206,33 @@ def test_the_word_row_cache_follows_the_model_and_the_lexicon(ewt_refs):
     tagger.lexicon.set_classes({1: 2})  # rows renumbered
     renumbered = tagger.predict(docs)[0]
     assert np.array_equal(renumbered, cold(docs))
+
+
+def test_summed_word_vectors_label_as_the_rows_do(trained, ewt_refs, monkeypatch):
+    """Without a margin, the one-word templates are read as one summed vector
+    per offset; the labels are those of the row-by-row path up to float
+    rounding of near ties, also when the cache holds sums for only some
+    types (SUMS_BYTES) and reads rows for the rest."""
+    from spacy_sparse.pipeline import sequence
+
+    nlp, tagger = trained
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:60])]
+    tagger.margin = None
+
+    def labels(summed, budget=sequence.SUMS_BYTES):
+        monkeypatch.setattr(sequence, "SUMS_BYTES", budget)
+        tagger._word_rows = sequence.WordRowCache()
+        orig = tagger._word_rows.for_batch
+        tagger._word_rows.for_batch = lambda m, b, W, s: orig(m, b, W, s and summed)
+        return tagger.predict(docs)[0], tagger._word_rows.sums.shape[0]
+
+    rows, _ = labels(False)
+    full, n_full = labels(True)
+    part, n_part = labels(True, budget=200 * 5 * 4 * len(tagger.labels))
+    assert n_full >= len(np.unique(np.concatenate([d.to_array("ORTH") for d in docs]))) // 2
+    assert n_part == 200
+    for summed in (full, part):
+        assert np.mean(summed == rows) > 0.999
 
 
 def test_a_stopped_decision_takes_the_best_valid_label():

@@ -13,12 +13,14 @@ label earlier in its doc (the NER maps moves to their entity type);
 `seg_new_doc[d]` says whether segment d starts a new doc; `tags` holds each
 token's tag_ hash as given before the component ran (what `ptag` reads).
 """
+from typing import Tuple
+
 import numpy as np
 from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import (LOOKAHEAD, block_end, decided, find_row, latent_gold, open_scores, prefix_train_step,
+from .scoring import (LOOKAHEAD, add_row, block_end, decided, find_row, latent_gold, open_scores, prefix_train_step,
                       score_block, score_counted)
 
 
@@ -79,6 +81,35 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, ro
                 # sequence_key of a one-atom template inside a segment, written out
                 key = finish_key(mix(seeds[t], lex[w, atom_src[atom_off[t]]]))
                 rows[w, c] = find_row(tab, tab_off, t, key)
+
+
+def word_slots(column: np.ndarray, atom_off: np.ndarray, atom_pos: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(slot, slot_pos): one-word templates grouped by the offset of the
+    word they read; slot[t] is template t's group (-1: not one-word) and
+    slot_pos[k] the offset of group k."""
+    pos = atom_pos[atom_off[:-1]]
+    slot_pos = np.unique(pos[column >= 0]).astype(np.int64)
+    slot = np.where(column >= 0, np.searchsorted(slot_pos, pos), -1).astype(np.int32)
+    return slot, slot_pos
+
+
+@njit(cache=True, nogil=True)
+def word_sums(lex_rows, column, slot, rows, W, sums, filled):
+    """sums[w, k]: the summed rows of type w's one-word templates in slot k
+    (what they add to a decision when that word is inside the segment), for
+    the types of a batch not summed yet (those with a lexicon row below
+    sums.shape[0]; the others keep their rows). With all templates scored (no
+    margin), a token then reads one vector per offset instead of one row
+    per one-word template."""
+    for i in range(lex_rows.shape[0]):
+        w = lex_rows[i]
+        if w >= sums.shape[0] or filled[w]:
+            continue
+        filled[w] = True
+        for t in range(column.shape[0]):
+            c = column[t]
+            if c >= 0 and rows[w, c] >= 0:
+                add_row(sums[w, slot[t]], W, rows[w, c])
 
 
 @njit(cache=True, nogil=True)
@@ -144,7 +175,8 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
-                     tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, margin, thr, pred, used):
+                     tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, slot_pos, sums,
+                     margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
     thr[t] after template t when thr is not None (stop_margins).
@@ -152,6 +184,10 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
     One-word templates read their rows per word type (`column`, and
     `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
     edges, and for every other template, the row is looked up by key.
+    With `sums` (not empty; only with margin < 0) the one-word templates
+    inside the segment are read as one summed vector per offset
+    (`slot_pos`, word_sums) instead, for the types that have one: the same scores, added in another
+    order (float rounding can break a near tie the other way).
     Writes the label into pred and the number of templates scored into used.
     """
     seeds, atom_off, atom_src, atom_pos = templates
@@ -160,6 +196,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
     keys = np.zeros(n_tpl, dtype=np.uint64)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
+    summed = sums.shape[0] > 0 and margin < 0.0
     doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
@@ -177,6 +214,11 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                 continue
             valid = valid_labels(allowed, pred, fixed, i, start, end)
             done, cand = open_scores(scores, valid, margin)
+            if summed:
+                for k in range(slot_pos.shape[0]):
+                    p = i + slot_pos[k]
+                    if start <= p < end and lex_rows[p] < sums.shape[0]:
+                        add_row(scores, sums[lex_rows[p]], k)
             n = 0
             while n < n_tpl and not (margin >= 0.0 and n > 0 and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK)
@@ -184,8 +226,9 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                     c = column[t]
                     p = i + atom_pos[atom_off[t]] if c >= 0 else start - 1  # the word a one-word template reads
                     if start <= p < end:
-                        keys[t] = 0  # score_block: the row is in ahead
-                        ahead[t - n] = type_rows[lex_rows[p], c]
+                        keys[t] = 0  # score_block: the row is in ahead (-1: in the sums)
+                        w = lex_rows[p]
+                        ahead[t - n] = -1 if summed and w < sums.shape[0] else type_rows[w, c]
                     else:
                         keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
                                                tags, pred, hist)

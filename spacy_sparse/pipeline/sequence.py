@@ -13,7 +13,8 @@ from spacy.attrs import TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..kernels.sequence import UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows
+from ..kernels.sequence import (UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows, word_slots,
+                                word_sums)
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import SparsePipe
@@ -21,6 +22,8 @@ from .batching import DocBatch
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
 NO_TAGS = np.zeros(0, dtype=np.uint64)
+NO_SUMS = np.zeros((0, 1, 1), dtype=np.float32)
+SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
 
 
 def input_tags(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
@@ -35,11 +38,13 @@ def input_tags(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
 class WordRowCache:
     """The rows of a model's one-word templates per word type, kept from
     batch to batch (kernels.sequence.word_rows), so a type's keys are
-    looked up once, not once per batch. Indexed by lexicon row; refilled
-    from scratch when the model changes (training, a load) or the lexicon
-    numbers its rows afresh. Only the lock holder writes: a batch fills its
-    new types before its kernels read them, and other threads read only
-    rows they filled themselves."""
+    looked up once, not once per batch; with `summed`, also those rows
+    summed per word offset (word_sums), which a prediction without margin
+    reads instead (for as many types as SUMS_BYTES holds). Indexed by lexicon row; refilled from scratch when the
+    model changes (training, a load) or the lexicon numbers its rows afresh.
+    Only the lock holder writes: a batch fills its new types before its
+    kernels read them, and other threads read only rows they filled
+    themselves."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -47,25 +52,45 @@ class WordRowCache:
         self._stamp = (-1, -1)
         self.column = np.zeros(0, dtype=np.int32)
         self.rows = np.zeros((0, 1), dtype=np.int32)
+        self.slot = np.zeros(0, dtype=np.int32)
+        self.slot_pos = np.zeros(0, dtype=np.int64)
+        self.sums = NO_SUMS
+        self.filled = np.zeros(0, dtype=np.bool_)
 
-    def for_batch(self, model: SparseLinearModel, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
-        """(column, rows) with every word type of the batch filled in, for
-        the lexicon numbering the batch was looked up in."""
+    def for_batch(self, model: SparseLinearModel, batch: DocBatch, W: np.ndarray,
+                  summed: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(column, rows, slot_pos, sums) with every word type of the batch
+        filled in, for the lexicon numbering the batch was looked up in and
+        the weights W of the model's current version (sums empty unless
+        `summed`)."""
         with self._lock:
             stamp = (model.version, batch.lex_generation)
             if model is not self._model or stamp != self._stamp:
                 self._model, self._stamp = model, stamp
                 self.column = word_columns(model.seeds, model.atom_off, model.atom_src)
                 self.rows = np.full((0, max(1, int((self.column >= 0).sum()))), UNSET, dtype=np.int32)
+                self.slot, self.slot_pos = word_slots(self.column, model.atom_off, model.atom_pos)
+                self.sums, self.filled = NO_SUMS, np.zeros(0, dtype=np.bool_)
+            if not np.any(self.column >= 0):
+                return self.column, self.rows, self.slot_pos, NO_SUMS
             n_types = batch.lex.shape[0]
             if self.rows.shape[0] < n_types:
                 grown = np.full((max(n_types, 2 * self.rows.shape[0]), self.rows.shape[1]), UNSET, dtype=np.int32)
                 grown[: self.rows.shape[0]] = self.rows
                 self.rows = grown
-            if np.any(self.column >= 0):
-                word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src, model.tab,
-                          model.tab_off, self.column, self.rows)
-            return self.column, self.rows
+            word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src, model.tab,
+                      model.tab_off, self.column, self.rows)
+            if not summed:
+                return self.column, self.rows, self.slot_pos, NO_SUMS
+            n = min(self.rows.shape[0], SUMS_BYTES // (4 * self.slot_pos.shape[0] * W.shape[1]))
+            if self.sums.shape[0] < n:
+                sums = np.zeros((n, self.slot_pos.shape[0], W.shape[1]), dtype=np.float32)
+                sums[: self.sums.shape[0]] = self.sums
+                filled = np.zeros(n, dtype=np.bool_)
+                filled[: self.filled.shape[0]] = self.filled
+                self.sums, self.filled = sums, filled
+            word_sums(batch.lex_rows, self.column, self.slot, self.rows, W, self.sums, self.filled)
+            return self.column, self.rows, self.slot_pos, self.sums
 
 
 class SequencePipe(SparsePipe):
@@ -74,6 +99,8 @@ class SequencePipe(SparsePipe):
     _allowed: np.ndarray
     # label each sentence of a doc with set boundaries as its own segment
     by_sents = True
+    # without a margin, read one-word templates as summed vectors (WordRowCache)
+    summed_words = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -100,13 +127,14 @@ class SequencePipe(SparsePipe):
         W = model.weights()
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
-        column, type_rows = self._word_rows.for_batch(model, batch)
+        summed = self.summed_words and margin < 0
+        column, type_rows, slot_pos, sums = self._word_rows.for_batch(model, batch, W, summed)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
                 batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
                 model.tab, W, self._allowed, fixed, self._hist_of, column,
-                type_rows, margin, thr, pred, used,
+                type_rows, slot_pos, sums, margin, thr, pred, used,
             )
 
         self._over_segments(batch, label)
