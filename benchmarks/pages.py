@@ -169,7 +169,8 @@ def page() -> str:
     if cold:
         parts += ["## Cold start", "",
                   "Seconds from a new Python process to one labelled sentence (`import spacy, spacy_sparse`, "
-                  "`spacy.load`, `nlp(sentence)`), minus the same for `spacy.blank(\"en\")`, processes taking turns; "
+                  "`spacy_sparse.load_default(...)` for the shipped pipelines, `spacy.load` for others, "
+                  "`nlp(sentence)`), minus the same for `spacy.blank(\"en\")`, processes taking turns; "
                   "numba's cache was warm (kernels compiled by an earlier process).", "",
                   "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
                   "|---|---|---|---|"]
@@ -179,6 +180,24 @@ def page() -> str:
             parts.append(f"| `{row['model']}` | {span(medians, '{:+.2f}', ' s')} | "
                          f"{min(extras):+.2f} to {max(extras):+.2f} s | {mb(row.get('pipeline_bytes'))} |")
         parts += ["", provenance(cold), ""]
+    speed = runs("tag_speed")
+    if speed:
+        first = speed[0]
+        parts += ["## Streaming raw text with `tag`", "",
+                  f"Wall-clock seconds of `python -m spacy_sparse tag {first['model']} INPUT OUT.jsonl` on "
+                  f"{first['words']:,} words of raw text (EWT train, one doc per line, repeated; "
+                  "`benchmarks/raw_text.py`), start-up included, settings taking turns. Every setting wrote the "
+                  "same bytes. With `--n-process N` the workers tokenize, annotate and serialize, and the parent "
+                  "writes in input order; `--n-threads` only splits the labelling kernels, while spaCy's tokenizer "
+                  "and the JSON writer hold the GIL.", "",
+                  "| --n-process | --n-threads | seconds | words/s | vs the first setting |", "|---|---|---|---|---|"]
+        for i, row in enumerate(first["rows"]):
+            secs = [x for run in speed for x in run["rows"][i]["seconds"]]
+            wps = [x for run in speed for x in run["rows"][i]["words_per_second"]]
+            ups = [x for run in speed for x in run["rows"][i]["speedup"]]
+            parts.append(f"| {row['n_process']} | {row['n_threads']} | {span(secs, '{:.2f}', '')} | "
+                         f"{span([w / 1000 for w in wps], '{:.0f}', 'k')} | {span(ups, '{:.2f}', 'x')} |")
+        parts += ["", provenance(speed), ""]
     for path in sorted(RESULTS.glob("sparsity_*.json")):
         data = srsly.read_json(path)
         parts += [f"## Sparsity table: {data['table']}", "",

@@ -298,3 +298,38 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
                      "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
                      "pipeline_bytes": directory_bytes(name)})
     return {"runs": runs, "sentence": COLD_SENTENCE, "rows": rows}
+
+
+def tag_speed(model: str, source: Path, settings: Sequence[Tuple[int, int]], runs: int = 2,
+              workdir: Optional[Path] = None) -> Dict[str, Any]:
+    """Wall-clock seconds of the `tag` command on a raw-text file (one doc
+    per line) for each (processes, threads) setting, runs taking turns,
+    start-up included as a user meets it. The outputs must be byte-identical
+    across settings; their hash is recorded."""
+    import hashlib
+    import tempfile
+
+    source = Path(source)
+    words = 0
+    with source.open(encoding="utf8") as f:
+        for line in f:
+            words += len(line.split())
+    times: Dict[Tuple[int, int], List[float]] = {s: [] for s in settings}
+    digests: Dict[Tuple[int, int], str] = {}
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        for _ in range(max(1, runs)):
+            for n_process, n_threads in settings:
+                out = Path(tmp) / f"out-{n_process}-{n_threads}.jsonl"
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", str(model), str(source), str(out),
+                                "--quiet", "--n-process", str(n_process), "--n-threads", str(n_threads)], check=True)
+                times[(n_process, n_threads)].append(time.perf_counter() - start)
+                digests[(n_process, n_threads)] = hashlib.sha256(out.read_bytes()).hexdigest()
+    if len(set(digests.values())) != 1:
+        raise RuntimeError(f"tag wrote different outputs for different settings: {digests}")
+    base = times[settings[0]]
+    rows = [{"n_process": p, "n_threads": t, "seconds": times[(p, t)],
+             "words_per_second": [words / x for x in times[(p, t)]],
+             "speedup": [b / x for b, x in zip(base, times[(p, t)])]} for p, t in settings]
+    return {"model": str(model), "input": str(source), "words": words, "runs": runs,
+            "output_sha256": next(iter(digests.values())), "rows": rows}

@@ -34,3 +34,21 @@ def test_cold_start_command_times_new_processes_against_blank(tmp_path):
     assert row["model"] == "default-tagger" and len(row["seconds"]) == len(row["blank_seconds"]) == 2
     assert all(s > 0 for s in row["seconds"]) and row["pipeline_bytes"] > 100_000
     assert row["median_extra"] == sorted(row["extra_seconds"])[1]
+
+
+def test_tag_speed_command_times_settings_that_write_the_same_bytes(tmp_path, ewt_refs):
+    """`tag-speed` runs the tag command per processes x threads setting, checks the outputs are identical and
+    writes JSON the benchmark page reads."""
+    import srsly
+
+    from conftest import run
+
+    src = tmp_path / "raw.txt"
+    src.write_text("\n".join(" ".join(r.text.split()) for r in ewt_refs["dev"][:30]) + "\n", encoding="utf8")
+    out = tmp_path / "speed.json"
+    run("spacy_sparse", "tag-speed", "default-tagger", str(src), "--settings", "1x1,2x1", "--runs", "1",
+        "--json", str(out))
+    data = srsly.read_json(out)
+    assert data["words"] == len(src.read_text(encoding="utf8").split()) and len(data["output_sha256"]) == 64
+    assert [(r["n_process"], r["n_threads"]) for r in data["rows"]] == [(1, 1), (2, 1)]
+    assert data["rows"][0]["speedup"] == [1.0] and data["rows"][1]["seconds"][0] > 0

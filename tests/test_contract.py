@@ -174,3 +174,65 @@ def test_tagger_learns_negative_tags(ewt_refs, tag, learned):
     the = [t.tag_ for eg in dev for t in nlp(eg.reference.text) if t.text == "the"]
     share = sum(t == "DT" for t in the) / len(the)
     assert share == 0.0 if learned != "DT" else share > 0.9
+
+
+def _loc_as_incorrect(refs, key):
+    """Copies of refs where the LOC entities of every other doc are unannotated and listed in spans[key]."""
+    from spacy.tokens import Doc
+
+    out = []
+    for n, ref in enumerate(refs):
+        ref = ref.copy()
+        if n % 2:
+            wrong = [e for e in ref.ents if e.label_ == "LOC"]
+            keep = [e for e in ref.ents if e.label_ != "LOC"]
+            ref.set_ents(keep, missing=wrong, default="unmodified")
+            ref.spans[key] = [Span(ref, e.start, e.end, "LOC") for e in wrong]
+        out.append(ref)
+    assert isinstance(out[0], Doc)
+    return out
+
+
+@pytest.mark.parametrize("key", ["incorrect_spans", None])
+def test_ner_learns_incorrect_spans(conll_refs, key):
+    """spaCy's incorrect_spans_key: spans known not to be entities of their label. With LOC entities of half the
+    docs left unannotated and listed as incorrect LOC spans, the NER learns not to tag those exact spans LOC
+    (LOC still comes from the other half); with the same spans merely unannotated it tags most of them LOC."""
+    from spacy.training import Example
+
+    from conftest import bare
+
+    refs = _loc_as_incorrect(conll_refs["train"], "incorrect_spans")
+    nlp = spacy.blank("en", vocab=refs[0].vocab)
+    ner = nlp.add_pipe("sparse_ner", config={"incorrect_spans_key": key})
+    train = [Example(bare(r), r) for r in refs]
+    nlp.initialize(lambda: train)
+    for _ in range(4):
+        for i in range(0, len(train), 8):
+            nlp.update(train[i:i + 8])
+    assert "LOC" in ner.labels
+    wrong = hits = 0
+    for ref in refs[1::2]:
+        doc = nlp(bare(ref))
+        predicted = {(e.start, e.end, e.label_) for e in doc.ents}
+        for span in ref.spans["incorrect_spans"]:
+            wrong += 1
+            hits += (span.start, span.end, "LOC") in predicted
+    assert wrong > 100
+    if key:
+        assert hits / wrong < 0.25, (hits, wrong)  # 116 of 634 when written (552 without the key)
+    else:
+        assert hits / wrong > 0.75, (hits, wrong)
+    # the LOC entities of the other half are still found
+    found = total = 0
+    for ref in refs[0::2]:
+        doc = nlp(bare(ref))
+        predicted = {(e.start, e.end, e.label_) for e in doc.ents}
+        gold = [(e.start, e.end, e.label_) for e in ref.ents if e.label_ == "LOC"]
+        total += len(gold)
+        found += sum(g in predicted for g in gold)
+    assert found / total > 0.6
+    if key:
+        round_trip = spacy.blank("en")
+        round_trip.add_pipe("sparse_ner", config={"incorrect_spans_key": key}).from_bytes(ner.to_bytes())
+        assert round_trip.get_pipe("sparse_ner").cfg["incorrect_spans_key"] == key

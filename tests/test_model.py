@@ -136,13 +136,22 @@ def test_a_saved_cfg_with_a_wrong_value_fails_on_load(trained, tmp_path):
     nlp, _ = trained
     nlp.to_disk(tmp_path / "p")
     for key, value in (("n_threads", -1), ("n_threads", "2"), ("mode", "fast"), ("learn_rate", 0),
-                       ("learner", None)):
+                       ("learner", None), ("annotate", "lemma"), ("annotate", 3)):
         cfg = srsly.read_json(tmp_path / "p" / "sparse_tagger" / "cfg")
         cfg[key] = value
         srsly.write_json(tmp_path / "p" / "sparse_tagger" / "cfg", cfg)
         with pytest.raises(ValueError, match=f"Cannot load 'sparse_tagger': {key} must be"):
             spacy.load(tmp_path / "p")
         nlp.to_disk(tmp_path / "p")
+    ner = spacy.blank("en")
+    ner.add_pipe("sparse_ner").add_label("PER")
+    ner.initialize()
+    ner.to_disk(tmp_path / "n")
+    cfg = srsly.read_json(tmp_path / "n" / "sparse_ner" / "cfg")
+    cfg["incorrect_spans_key"] = 5
+    srsly.write_json(tmp_path / "n" / "sparse_ner" / "cfg", cfg)
+    with pytest.raises(ValueError, match="Cannot load 'sparse_ner': incorrect_spans_key must be"):
+        spacy.load(tmp_path / "n")
 
 
 def test_template_sets_are_bounded_and_duplicates_named():

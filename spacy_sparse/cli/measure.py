@@ -1,5 +1,7 @@
-"""Measuring a trained pipeline: `bench` (accuracy and words/s across margins) and `report` (model sizes)."""
+"""Measuring a trained pipeline: `bench` (accuracy and words/s across margins), `report` (model sizes),
+`cold-start` and `tag-speed`."""
 import argparse
+from typing import Any, Dict, Optional
 from pathlib import Path
 
 import srsly
@@ -42,10 +44,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(args.json, result)
-        msg.good(f"Wrote {args.json}")
+    write_result(args.json, result)
     if args.plot:
         from ..plots import plot_bench
 
@@ -86,6 +85,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_result(path: Optional[str], result: Dict[str, Any]) -> None:
+    """A measuring command's JSON (what benchmarks/pages.py reads), if asked for."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(path, result)
+        msg.good(f"Wrote {path}")
+
+
 def cmd_cold_start(args: argparse.Namespace) -> int:
     """New-process time to one labelled sentence, over spacy.blank("en")."""
     from ..bench import cold_start, provenance
@@ -95,14 +102,37 @@ def cmd_cold_start(args: argparse.Namespace) -> int:
         extra = row["extra_seconds"]
         msg.text(f"{row['model']}: +{row['median_extra']:.2f} s over spacy.blank (median of {len(extra)}; "
                  f"range {min(extra):+.2f} to {max(extra):+.2f}; blank itself {row['blank_seconds'][0]:.2f} s)")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(args.json, result)
-        msg.good(f"Wrote {args.json}")
+    write_result(args.json, result)
+    return 0
+
+
+def cmd_tag_speed(args: argparse.Namespace) -> int:
+    """The `tag` command's wall-clock time per (processes, threads) setting."""
+    from ..bench import provenance, tag_speed
+
+    settings = []
+    for item in args.settings.split(","):
+        p, _, t = item.partition("x")
+        settings.append((int(p), int(t or 1)))
+    result = {"meta": provenance(), **tag_speed(args.model, Path(args.input), settings, runs=args.runs)}
+    for row in result["rows"]:
+        msg.text(f"--n-process {row['n_process']} --n-threads {row['n_threads']}: "
+                 f"{min(row['seconds']):.2f}-{max(row['seconds']):.2f} s, "
+                 f"{min(row['speedup']):.2f}-{max(row['speedup']):.2f}x the first setting")
+    write_result(args.json, result)
     return 0
 
 
 def register(sub) -> None:
+    p = sub.add_parser("tag-speed", help="wall-clock time of the tag command per processes x threads setting")
+    p.add_argument("model", help='a pipeline directory, "default" or "default-tagger"')
+    p.add_argument("input", help="a raw-text file, one doc per line")
+    p.add_argument("--settings", default="1x1,1x2,2x1",
+                   help="comma-separated PROCESSESxTHREADS settings; ratios are against the first")
+    p.add_argument("--runs", type=int, default=2, help="runs per setting (they take turns)")
+    p.add_argument("--json", help="write the times (and command, commit, date, machine) as JSON here")
+    p.set_defaults(func=cmd_tag_speed)
+
     p = sub.add_parser("cold-start", help="new-process time to one tagged sentence, over spacy.blank('en')")
     p.add_argument("models", nargs="+", help='pipeline directories, "default" or "default-tagger"')
     p.add_argument("--runs", type=int, default=5, help="processes per model (they take turns)")

@@ -242,15 +242,19 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates,
+def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, neg_when, templates,
                    tables, state, params, step, allowed, hist_of, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
     tokens with a gold label that were predicted wrongly.
 
     gold[i] >= 0 is a label, -1 none, and -2 - y "anything but y" (a
-    negative tag): learned only when the model predicts y, towards its best
-    other label (latent_gold).
+    negative tag): learned towards the best other label while y leads or is
+    within the margin of it (latent_gold). With `neg_when` (n x 3, or 0
+    rows: none) a negative holds only in some histories: where
+    neg_when[i, 0] = s >= 0, only when the labels predicted for s..i-1 are
+    neg_when[i, 1] at s and neg_when[i, 2] after it (the NER's incorrect
+    span [s, i] of type T forbids L-T at i only when B-T opened it at s).
 
     `step` (float64[1]) counts decisions seen so far, for averaging;
     tables, state and params are the learner's (see prefix_train_step).
@@ -284,7 +288,9 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates,
             for t in range(n_tpl):
                 keys[t] = sequence_key(t, i, start, end, templates,
                                        lex_rows, lex, tags, pred, hist)
-            negative = g <= -2
+            negative = g <= -2 and holds(neg_when, pred, i)
+            if g <= -2 and not negative:
+                g = -1
             if negative:
                 score_counted(keys, tables, state, params, scores)
                 g = latent_gold(scores, valid, -2 - g)
@@ -298,6 +304,20 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates,
                 if g >= 0 and p != g:
                     errors += 1
     return errors
+
+
+@njit(cache=True, nogil=True)
+def holds(neg_when, pred, i):
+    """Whether token i's negative label applies in the history `pred`."""
+    if neg_when.shape[0] == 0 or neg_when[i, 0] < 0:
+        return True
+    s = neg_when[i, 0]
+    if pred[s] != neg_when[i, 1]:
+        return False
+    for j in range(s + 1, i):
+        if pred[j] != neg_when[i, 2]:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)

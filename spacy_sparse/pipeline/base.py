@@ -382,11 +382,16 @@ class SparsePipe(TrainablePipe):
         util.from_disk(path, {"cfg": load_cfg, "model": load_model}, exclude)
         return self
 
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        """Check the task's own settings in a loaded cfg (ValueError), with the
+        factory's messages."""
+
     def _load_cfg(self, cfg: Any) -> None:
         if not isinstance(cfg, dict):
             raise ValueError(f"Cannot load {self.name!r}: its cfg is not an object")
         try:
             cfg = check_common(cfg)
+            self._check_task_cfg(cfg)
         except ValueError as err:
             raise ValueError(f"Cannot load {self.name!r}: {err}") from None
         self.cfg.update(cfg)

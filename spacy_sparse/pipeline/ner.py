@@ -20,7 +20,7 @@ from spacy.vocab import Vocab
 
 from .batching import DocBatch
 from .settings import COMMON_DEFAULTS
-from .sequence import SequencePipe
+from .sequence import ALWAYS, SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
 
@@ -28,6 +28,7 @@ DEFAULT_NER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.ner_templates.v1"},
     **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
+    "incorrect_spans_key": None,
 }
 
 
@@ -51,12 +52,16 @@ def make_sparse_ner(
     min_count: int,
     n_threads: int,
     scorer: Optional[Callable],
+    incorrect_spans_key: Optional[str] = None,
 ) -> "SparseNER":
     """Create a sparse entity recognizer. The settings mean what they mean for
-    `sparse_tagger` (see its factory)."""
+    `sparse_tagger` (see its factory); `incorrect_spans_key`, as in spaCy's
+    NER, names a span group of the reference docs whose spans are known not
+    to be entities of their label."""
     return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
                      train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                     min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer)
+                     min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
+                     incorrect_spans_key=incorrect_spans_key)
 
 
 def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
@@ -111,10 +116,17 @@ def moves_to_spans(moves: np.ndarray, types: Sequence[str]) -> List[Tuple[int, i
 class SparseNER(SequencePipe):
     """Sets doc.ents greedily from left to right."""
 
-    def __init__(self, vocab: Vocab, name: str = "sparse_ner", **kwargs: Any):
-        super().__init__(vocab, name, **kwargs)
+    def __init__(self, vocab: Vocab, name: str = "sparse_ner", *, incorrect_spans_key: Optional[str] = None,
+                 **kwargs: Any):
+        self._check_task_cfg({"incorrect_spans_key": incorrect_spans_key})
+        super().__init__(vocab, name, incorrect_spans_key=incorrect_spans_key, **kwargs)
         self._types: List[str] = []
         self._move_index: Dict[str, int] = {}
+
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        key = cfg.get("incorrect_spans_key")
+        if key is not None and not (isinstance(key, str) and key):
+            raise ValueError(f"incorrect_spans_key must be a span group name or null, got {key!r}")
 
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -217,6 +229,36 @@ class SparseNER(SequencePipe):
         for eg in examples:
             out.extend(index.get(m, -1) if m else -1 for m in eg.get_aligned_ner())
         return np.array(out, dtype=np.int32).reshape(n_tokens)
+
+    def _negative_conditions(self, examples: List[Example], gold: np.ndarray) -> np.ndarray:
+        """Spans of the reference's `incorrect_spans_key` group are not
+        entities of their label (spaCy's NER): at a token without gold
+        annotation, a one-token span forbids U-T; a longer span [s, e)
+        forbids L-T at e - 1 when B-T at s opened the entity (so [s, e) is
+        exactly what the move would close). One negative per token: the
+        first span that claims it."""
+        key = self.cfg.get("incorrect_spans_key")
+        if not key:
+            return ALWAYS
+        when = np.full((gold.shape[0], 3), -1, dtype=np.int32)
+        base = 0
+        for eg in examples:
+            spans = eg.reference.spans.get(key, None) if key in eg.reference.spans else None
+            if spans is not None and len(spans):
+                for span in eg.get_aligned_spans_y2x(spans, allow_overlap=True):
+                    if span.label_ not in self._types:
+                        continue
+                    k = 1 + 4 * self._types.index(span.label_)
+                    last = base + span.end - 1
+                    if gold[last] != -1:  # annotated (or claimed by another span): that decides
+                        continue
+                    if len(span) == 1:
+                        gold[last] = -2 - (k + 3)
+                    else:
+                        gold[last] = -2 - (k + 2)
+                        when[last] = (base + span.start, k, k + 1)
+            base += len(eg.predicted)
+        return when
 
 
 def _blocked(doc: Doc) -> np.ndarray:

@@ -21,6 +21,7 @@ from .base import SparsePipe
 from .batching import DocBatch
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
+ALWAYS = np.zeros((0, 3), dtype=np.int32)
 NO_TAGS = np.zeros(0, dtype=np.uint64)
 NO_SUMS = np.zeros((0, 1, 1), dtype=np.float32)
 SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
@@ -119,6 +120,12 @@ class SequencePipe(SparsePipe):
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
         raise NotImplementedError
 
+    def _negative_conditions(self, examples: List[Example], gold: np.ndarray) -> np.ndarray:
+        """The histories in which gold's negative labels hold (kernels.sequence.
+        train_sequence's neg_when; no rows: always). The task may also add
+        negatives to `gold` here."""
+        return ALWAYS
+
     def _predict(self, docs: List[Doc], model: SparseLinearModel):
         batch = DocBatch(docs, self.lexicon, self.by_sents)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
@@ -145,10 +152,12 @@ class SequencePipe(SparsePipe):
         examples_docs = [eg.predicted for eg in examples]
         batch = DocBatch(examples_docs, self.lexicon, self.by_sents)
         gold = self._gold(examples, batch.n_tokens)
+        neg_when = self._negative_conditions(examples, gold)
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
             batch.lex_rows, batch.lex, input_tags(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
+            neg_when,
             model.template_arrays, model.tables(), model.learner_state(),
             model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
             self._allowed, self._hist_of, self.cfg["train_margin"], self.objective, pred,

@@ -100,10 +100,14 @@ class SparseTagger(SequencePipe):
     """Assigns token.tag_ (or token.pos_) greedily from left to right."""
 
     def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag", **kwargs: Any):
-        if annotate not in ANNOTATE:
-            raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
+        self._check_task_cfg({"annotate": annotate})
         super().__init__(vocab, name, annotate=annotate, **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
+
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        annotate = cfg.get("annotate", "tag")
+        if not isinstance(annotate, str) or annotate not in ANNOTATE:
+            raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
 
     @property
     def annotate(self) -> str:
