@@ -236,3 +236,17 @@ def test_ner_learns_incorrect_spans(conll_refs, key):
         round_trip = spacy.blank("en")
         round_trip.add_pipe("sparse_ner", config={"incorrect_spans_key": key}).from_bytes(ner.to_bytes())
         assert round_trip.get_pipe("sparse_ner").cfg["incorrect_spans_key"] == key
+
+
+@pytest.mark.parametrize("ours,builtin,label", PAIRS)
+@pytest.mark.parametrize("bad", [None, "examples", lambda: ["not an Example"], lambda: None])
+def test_initialize_rejects_bad_get_examples_like_the_builtin(ours, builtin, label, bad):
+    """spaCy's components raise TypeError for a get_examples that is not a callable giving Examples; ours too."""
+    errors = []
+    for factory in (builtin, ours):
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe(factory)
+        with pytest.raises(Exception) as err:
+            pipe.initialize(bad, nlp=nlp)
+        errors.append(type(err.value))
+    assert errors[0] is errors[1] is TypeError
