@@ -158,7 +158,9 @@ def page() -> str:
              "the best of several timings; ratios are taken within one run, because these machines are noisy. "
              "ns/template is the time per template scored (1 / (words/s × templates/token)); row bytes/token the "
              "weight bytes those templates read (a dense float32 row of every label for the taggers and the NER), "
-             "a measure of how far a setting is from the machine's memory limit.", ""]
+             "a measure of how far a setting is from the machine's memory limit. At margin none the taggers and "
+             "the NER read their one-word templates as about five summed vectors per token instead of one row each "
+             "([how-it-works.md](how-it-works.md)), so there the figure is an upper bound.", ""]
     for stem, title, about in BENCH_SECTIONS:
         found = runs(stem)
         if not found:
