@@ -69,7 +69,7 @@ class SparseLinearModel:
         # averaged weights: compressed (ptr, lab, val) and dense for prediction
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
-        self._packed: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
         self._lock = threading.RLock()
         # predictions read, training steps write (guard.py)
         self.guard = ReadWriteGuard()
@@ -328,11 +328,15 @@ class SparseLinearModel:
                     self._compact = compact
         return compact
 
-    def packed(self) -> Tuple[np.ndarray, np.ndarray]:
+    def packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The prediction layout for rows with few nonzeros (the parser's):
-        a copy of the hash tables whose values are spans start << 16 | count
-        into `lv`, the (label, value) pairs of all rows, so a feature costs
-        one probe and one read. Cached with the averages."""
+        (tab, lv, lc, book). `tab` is a copy of the hash tables whose values
+        are spans start << 16 | count into the nonzero weights of all rows,
+        so a feature costs one probe and one read. The weights are
+        (label, value) pairs in `lv`; or, when they take at most 256 values
+        and there are at most 256 labels (DC-ADMM), 2-byte entries
+        label << 8 | code in `lc` with the values in `book`, and `lv` empty.
+        Cached with the averages."""
         packed = self._packed
         if packed is None:
             ptr, lab, val = self.compact()
@@ -344,10 +348,16 @@ class SparseLinearModel:
                     rows = values[tab[0::2] != 0].astype(np.int64)
                     spans = (ptr[rows] << 16) | (ptr[rows + 1] - ptr[rows])
                     values[tab[0::2] != 0] = spans.astype(np.uint64)
-                    lv = np.empty((lab.shape[0], 2), dtype=np.float32)
-                    lv[:, 0] = lab
-                    lv[:, 1] = val
-                    packed = self._packed = (tab, lv)
+                    book, codes = _codes(val, 256)
+                    if book is not None and self.n_labels <= 256 and val.size:
+                        lc = (lab.astype(np.uint16) << 8) | codes.astype(np.uint16)
+                        lv = np.zeros((0, 2), dtype=np.float32)
+                    else:
+                        lc, book = np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32)
+                        lv = np.empty((lab.shape[0], 2), dtype=np.float32)
+                        lv[:, 0] = lab
+                        lv[:, 1] = val
+                    packed = self._packed = (tab, lv, lc, np.ascontiguousarray(book, dtype=np.float32))
         return packed
 
     def finalize_average(self) -> None:
@@ -450,6 +460,22 @@ class SparseLinearModel:
 
 def _empty_compact(n_rows: int):
     return (np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+
+
+def _codes(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """(book, codes) with book[codes] == values, when `values` take at most
+    `limit` distinct values; else (None, None). The book is guessed from a
+    sample and checked, so a coded model (a few values) costs no full sort
+    on the first prediction after a load."""
+    if values.size == 0:
+        return None, None
+    book = np.unique(values[:: max(1, values.size // 65536)])
+    if book.size <= limit:
+        codes = np.searchsorted(book, values).clip(0, book.size - 1)
+        if np.array_equal(book[codes], values):
+            return book, codes
+    book, codes = np.unique(values, return_inverse=True)
+    return (book, codes) if book.size <= limit else (None, None)
 
 
 def _compress(dense: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

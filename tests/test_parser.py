@@ -233,3 +233,24 @@ def test_unknown_gold_labels_are_skipped(trained_parser, ewt_refs):
     before = parser.sparse.n_rows[0]
     parser.update([Example(plain(nlp, ref), ref)], losses=losses)
     assert losses["sparse_parser"] >= 0 and parser.sparse.n_rows[0] >= before
+
+
+def test_coded_rows_parse_as_the_weight_pairs_do(ewt_refs):
+    """A parser whose weights take at most 256 values (the shipped one: DC-ADMM) predicts from 2-byte
+    label/code entries and a codebook; the parses are those of the (label, value) pairs, exactly."""
+    import numpy as np
+
+    import spacy_sparse
+
+    nlp = spacy_sparse.load_default()
+    parser = nlp.get_pipe("sparse_parser")
+    model = parser._require_model()
+    tab, lv, lc, book = model.packed()
+    assert lc.size > 0 and lv.size == 0 and book.size <= 256 and lc.nbytes * 4 == model.compact()[1].size * 8
+    texts = [r.text for r in ewt_refs["dev"]]
+    coded = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
+    ptr, lab, val = model.compact()
+    pairs = np.empty((lab.shape[0], 2), dtype=np.float32)
+    pairs[:, 0], pairs[:, 1] = lab, val
+    model._packed = (tab, pairs, np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32))
+    assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == coded

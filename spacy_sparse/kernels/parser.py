@@ -253,10 +253,11 @@ def write_output(start, end, head, lab, heads_out, labels_out):
 
 @njit(cache=True, nogil=True)
 def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates,
-                  tab_off, tab, W, lv, packed, kind, alab, margin, thr, heads_out, labels_out, used):
+                  tab_off, tab, W, lv, lc, book, packed, kind, alab, margin, thr, heads_out, labels_out, used):
     """Parse every segment greedily; stop adding templates once the best
     valid action leads by `margin` (< 0: all templates; thr: stop_margins). Weights: dense W,
-    or with `packed`, `tab` holds spans of nonzeros in `lv` (score_block).
+    or with `packed`, `tab` holds spans of nonzeros in `lv`, or in `lc` and `book` when
+    lc is not empty (score_block).
     used[i] counts the
     templates scored for the two actions that involve token i as S0
     (popping it) and as B0 (shifting it)."""
@@ -284,7 +285,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates,
                 stop = block_end(k, n_tpl, LOOKAHEAD)
                 state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex,
                            tags, poss, lab, val, sets)
-                n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, packed, margin, thr, scores, ahead,
+                n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead,
                                             done, cand)
                 k += n
             a = decided(scores, valid, margin, done, cand)

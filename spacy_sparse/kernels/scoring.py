@@ -370,7 +370,17 @@ def add_span(scores, lv, span):
 
 
 @njit(cache=True, nogil=True)
-def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, thr, scores, ahead, done, cand):
+def add_coded(scores, lc, book, span):
+    """add_span for the coded layout: entries label << 8 | code, the value
+    book[code] (a model whose weights take at most 256 values: DC-ADMM's)."""
+    start = span >> SPAN_BITS
+    for k in range(start, start + (span & SPAN_MASK)):
+        e = np.int64(lc[k])
+        scores[e >> 8] += book[e & 0xFF]
+
+
+@njit(cache=True, nogil=True)
+def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead, done, cand):
     """Add the rows of templates t0..t1-1 (at most LOOKAHEAD, keys in
     keys[t0:t1]) to the scores of a decision (opened by open_scores), in
     order; with margin >= 0, stop once the best label leads by the margin
@@ -381,7 +391,9 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, thr, scores, 
     Weights are dense rows `W`, or with `packed`, a table whose values are
     spans of nonzero (label, value) pairs in `lv` (SparseLinearModel.packed):
     a parser's rows hold a few nonzeros among ~100 actions, so that layout
-    is smaller, adds fewer numbers and reads one place per feature. The rows
+    is smaller, adds fewer numbers and reads one place per feature; with `lc`
+    not empty, the pairs are 2-byte codes into `book` instead (add_coded:
+    the same values in the same order, a quarter of the bytes). The rows
     of a block are looked up before any is added: the probes are
     independent, so their memory latencies overlap. No key is 0
     (finish_key), so a task marks with key 0 a template whose row it put in
@@ -398,7 +410,10 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, packed, margin, thr, scores, 
         row = ahead[t - t0]
         if packed:
             if row >= 0:
-                add_span(scores, lv, row)
+                if lc.shape[0] > 0:
+                    add_coded(scores, lc, book, row)
+                else:
+                    add_span(scores, lv, row)
             continue
         if row >= 0:
             add_row(scores, W, row)

@@ -52,6 +52,8 @@ def sequence_key(t, i, start, end, templates, lex_rows, lex, tags, pred, hist):
     return finish_key(h)
 
 
+NO_CODES = np.zeros(0, dtype=np.uint16)  # score_block: rows are dense
+NO_BOOK = np.zeros(1, dtype=np.float32)
 UNSET = np.int32(-2)  # word_rows: a word type whose rows are not looked up yet
 
 
@@ -232,7 +234,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                     else:
                         keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
                                                tags, pred, hist)
-                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, False, margin, thr, scores, ahead,
+                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, NO_CODES, NO_BOOK, False, margin, thr, scores, ahead,
                                             done, cand)
                 n += k
             pred[i] = decided(scores, valid, margin, done, cand)
