@@ -120,14 +120,16 @@ def provenance() -> Dict[str, Any]:
 
 def weight_row_bytes(pipe: SparsePipe) -> float:
     """Bytes of weights one template's row costs a prediction: a dense
-    float32 row of every label (taggers, NER), or the packed (label, value)
-    pairs of an average row (the parser)."""
+    float32 row of every label (taggers, NER), or the packed nonzeros of an
+    average row (the parser: 8-byte (label, value) pairs, or 2-byte coded
+    entries, SparseLinearModel.packed)."""
     model = pipe.sparse
     if model is None:
         return 0.0
     if getattr(pipe, "template_kind", "sequence") == "state":
         stats = model.stats()
-        return 8.0 * stats["nonzero_weights"] / max(1, stats["nonzero_features"])
+        per_weight = 2.0 if model.packed()[2].size else 8.0
+        return per_weight * stats["nonzero_weights"] / max(1, stats["nonzero_features"])
     return 4.0 * model.n_labels
 
 
