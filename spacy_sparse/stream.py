@@ -236,7 +236,10 @@ _WORKER_NLP: Optional[Language] = None  # the pipeline a forked worker inherits
 def _worker_start() -> None:
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the workers and reports
+    # the parent stops the workers and reports: SIGINT is its to handle, and
+    # SIGTERM (how it stops them) ends a worker at once, whatever handler it forked with
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _worker_batch(batch: List[Tuple[str, int]]) -> Tuple[List[str], int]:
@@ -258,40 +261,51 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     GIL), the parent only reads lines and writes the results in input
     order, so the output is byte-identical to one process. At most two
     batches per worker are in flight, so memory stays bounded. Workers are
-    forked with the loaded pipeline (nothing is pickled or loaded again)."""
+    forked with the loaded pipeline (nothing is pickled or loaded again),
+    after the parent has run it once, so they inherit every kernel compiled
+    and never start numba's compiler themselves. A worker that dies ends the
+    run with an error (the docs before its batch are written), not a hang."""
     import multiprocessing
     from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     global _WORKER_NLP
+    nlp("Warm up the kernels before forking.")
     _WORKER_NLP = nlp
     pending: deque = deque()
 
-    def emit(result) -> None:
-        lines, words = result.get()
+    def emit(future) -> None:
+        try:
+            lines, words = future.result()
+        except BrokenProcessPool:
+            raise RuntimeError("a tag worker process died; the docs before its batch were written") from None
         writer.write_lines(lines)
         stats["docs"] += len(lines)
         stats["words"] += words
         if progress is not None:
             progress(words)
 
-    pool = multiprocessing.get_context("fork").Pool(n_process, initializer=_worker_start)
+    pool = ProcessPoolExecutor(n_process, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start)
     try:
         batch: List[Tuple[str, int]] = []
         for record in records:
             batch.append(record)
             if len(batch) >= batch_size:
-                pending.append(pool.apply_async(_worker_batch, (batch,)))
+                pending.append(pool.submit(_worker_batch, batch))
                 batch = []
                 while len(pending) >= 2 * n_process:
                     emit(pending.popleft())
         if batch:
-            pending.append(pool.apply_async(_worker_batch, (batch,)))
+            pending.append(pool.submit(_worker_batch, batch))
         while pending:
             emit(pending.popleft())
-        pool.close()
     finally:
         writer.close()
-        pool.terminate()
+        if pending:  # stopped early (an error, an interrupt): the workers' batches are not wanted
+            for child in multiprocessing.active_children():
+                child.terminate()
+        pool.shutdown(wait=not pending, cancel_futures=True)
         _WORKER_NLP = None
     return stats
 

@@ -227,3 +227,29 @@ def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
         assert "line 8: invalid UTF-8" in proc.stderr.decode()
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0].count(b"\n") == len(lines) - 1
+
+
+def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path):
+    """A tag worker killed mid-run (OOM killer, say): the command stops with an error naming the cause, the
+    output holds whole lines only, and nothing waits forever for the lost batch."""
+    import signal
+    import time
+
+    import psutil
+
+    src = tmp_path / "in.txt"
+    src.write_text("The ferry left the harbour at dawn , and the passengers saw the cliffs .\n" * 100_000)
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "spacy_sparse", "tag", "default-tagger", str(src), str(out),
+                             "--quiet", "--batch-size", "100", "--n-process", "2"], cwd=ROOT, stderr=subprocess.PIPE)
+    start = time.time()
+    while (not out.exists() or out.stat().st_size < 50_000) and time.time() - start < 120:
+        time.sleep(0.2)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert children
+    children[0].send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode not in (0, None)
+    assert "worker process died" in err.decode()
+    lines = out.read_text(encoding="utf8").splitlines()
+    assert lines and all(json.loads(line)["tokens"] for line in lines)

@@ -5,6 +5,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 from wasabi import msg
 
@@ -117,7 +118,8 @@ def cmd_tag(args: argparse.Namespace) -> int:
     reader = RecordReader(fin, fmt, args.on_error, report=bar.write if not bar.disable else
                           (lambda m: print(m, file=sys.stderr)), max_length=nlp.max_length)
     stats = {"docs": 0, "words": 0}
-    interrupted = None
+    interrupted: Optional[BaseException] = None
+    failed: Optional[BaseException] = None
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
@@ -126,6 +128,8 @@ def cmd_tag(args: argparse.Namespace) -> int:
         # SIGINT or SIGTERM: annotate closed the writer, so every complete
         # doc is written (whole lines only); nlp.pipe's workers are stopped
         interrupted = err
+    except RuntimeError as err:  # a worker process died
+        failed = err
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -134,6 +138,10 @@ def cmd_tag(args: argparse.Namespace) -> int:
         if not to_docbin and fout is not sys.stdout:
             fout.close()
     bar.close()
+    if failed is not None:
+        print(f"Failed, {failed}: {stats['docs']:,} complete docs ({stats['words']:,} words) were written to "
+              f"{args.output}", file=sys.stderr)
+        return 1
     if interrupted is not None:
         print(f"Interrupted: {stats['docs']:,} complete docs ({stats['words']:,} words) were written to "
               f"{args.output}", file=sys.stderr)
