@@ -470,10 +470,11 @@ def _codes(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Option
     if values.size == 0:
         return None, None
     book = np.unique(values[:: max(1, values.size // 65536)])
-    if book.size <= limit:
-        codes = np.searchsorted(book, values).clip(0, book.size - 1)
-        if np.array_equal(book[codes], values):
-            return book, codes
+    if book.size > limit:  # the sample alone has too many: so has the whole
+        return None, None
+    codes = np.searchsorted(book, values).clip(0, book.size - 1)
+    if np.array_equal(book[codes], values):
+        return book, codes
     book, codes = np.unique(values, return_inverse=True)
     return (book, codes) if book.size <= limit else (None, None)
 

@@ -11,10 +11,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-import numpy as np
-from spacy.attrs import DEP, HEAD, IDX, LENGTH, POS, SPACY, TAG
 from spacy.language import Language
-from spacy.parts_of_speech import NAMES as UPOS_NAMES
 from spacy.tokens import Doc, DocBin
 
 FORMATS = ("text", "jsonl")
@@ -105,53 +102,32 @@ def split_long(text: str, limit: int) -> Iterator[str]:
 
 
 def doc_to_json(doc: Doc, line: Optional[int] = None) -> Dict[str, Any]:
-    """The tokens of a doc and the annotation the pipeline set on them.
-
-    Built from `doc.to_array` columns, not Token objects (making a Token per
-    word was most of the writer's time); token texts are slices of doc.text."""
-    n = len(doc)
+    """The tokens of a doc and the annotation the pipeline set on them."""
+    tokens = []
     has_tag, has_pos = doc.has_annotation("TAG"), doc.has_annotation("POS")
     has_dep = doc.has_annotation("DEP")
-    cols = doc.to_array([IDX, LENGTH, SPACY, TAG, POS, DEP, HEAD]).astype(np.int64) if n else \
-        np.zeros((0, 7), dtype=np.int64)
-    text = doc.text
-    starts, lengths = cols[:, 0].tolist(), cols[:, 1].tolist()
-    tokens: List[Dict[str, Any]] = [{"text": text[a:a + b]} for a, b in zip(starts, lengths)]
-    for item, ws in zip(tokens, cols[:, 2].tolist()):
-        if ws:
+    for token in doc:
+        item: Dict[str, Any] = {"text": token.text}
+        if token.whitespace_:
             item["ws"] = True
-    strings = doc.vocab.strings
-    if has_tag:
-        names = _names(cols[:, 3], lambda h: strings[h])
-        for item, tag in zip(tokens, names):
-            item["tag"] = tag
-    if has_pos:
-        names = _names(cols[:, 4], lambda h: UPOS_NAMES.get(h, ""))
-        for item, pos in zip(tokens, names):
-            item["pos"] = pos
-    if has_dep:
-        names = _names(cols[:, 5], lambda h: strings[h])
-        heads = (np.arange(n, dtype=np.int64) + cols[:, 6]).tolist()  # HEAD holds the offset to the head
-        for item, dep, head in zip(tokens, names, heads):
-            item["dep"] = dep
-            item["head"] = head
+        if has_tag:
+            item["tag"] = token.tag_
+        if has_pos:
+            item["pos"] = token.pos_
+        if has_dep:
+            item["dep"] = token.dep_
+            item["head"] = token.head.i
+        tokens.append(item)
     out: Dict[str, Any] = {}
     if line is not None:
         out["line"] = line
-    out["text"] = text
+    out["text"] = doc.text
     out["tokens"] = tokens
     if doc.has_annotation("SENT_START"):
         out["sents"] = [sent.start for sent in doc.sents]
     if doc.has_annotation("ENT_IOB"):
         out["ents"] = [{"start": e.start, "end": e.end, "label": e.label_} for e in doc.ents]
     return out
-
-
-def _names(values: np.ndarray, name: Callable[[int], str]) -> List[str]:
-    """The string of each hash in `values`, looked up once per distinct value."""
-    uniq, inverse = np.unique(values.astype(np.uint64), return_inverse=True)
-    table = [name(int(h)) if h else "" for h in uniq.tolist()]
-    return [table[i] for i in inverse.tolist()]
 
 
 def json_line(doc: Doc, line: int) -> str:

@@ -170,48 +170,6 @@ def test_an_interrupted_tag_leaves_valid_output_and_no_workers(tmp_path, n_proce
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
 
 
-def _json_from_tokens(doc, line):
-    """doc_to_json as written token by token (the reference the array-built one must match)."""
-    tokens = []
-    for t in doc:
-        item = {"text": t.text}
-        if t.whitespace_:
-            item["ws"] = True
-        if doc.has_annotation("TAG"):
-            item["tag"] = t.tag_
-        if doc.has_annotation("POS"):
-            item["pos"] = t.pos_
-        if doc.has_annotation("DEP"):
-            item["dep"] = t.dep_
-            item["head"] = t.head.i
-        tokens.append(item)
-    out = {"line": line, "text": doc.text, "tokens": tokens}
-    if doc.has_annotation("SENT_START"):
-        out["sents"] = [s.start for s in doc.sents]
-    if doc.has_annotation("ENT_IOB"):
-        out["ents"] = [{"start": e.start, "end": e.end, "label": e.label_} for e in doc.ents]
-    return out
-
-
-def test_jsonl_lines_are_those_of_the_tokens(ewt_refs):
-    """The writer builds a doc's JSON from arrays; it must say what the
-    tokens say, for parsed, POS-tagged, entity-marked, odd and empty docs."""
-    import spacy_sparse
-    from spacy_sparse.stream import doc_to_json
-
-    nlp = spacy_sparse.load_default()
-    texts = [r.text for r in ewt_refs["dev"][:40]] + ["", "   ", "\n\n a  b\t", "Ünïcödé — ✓ e-mail!!"]
-    docs = list(nlp.pipe(texts))
-    pos = spacy.blank("en")("The cat sat .")
-    for t, p in zip(pos, ["DET", "NOUN", "VERB", "PUNCT"]):
-        t.pos_ = p
-    pos.ents = [spacy.tokens.Span(pos, 1, 2, "ANIMAL")]
-    docs += [pos, spacy.blank("en")("plain words only")]
-    for i, doc in enumerate(docs):
-        assert doc_to_json(doc, i) == _json_from_tokens(doc, i)
-        assert json.dumps(doc_to_json(doc, i)) == json.dumps(_json_from_tokens(doc, i))
-
-
 def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
     """tag --n-process 2 (workers tokenize, annotate and serialize; the parent writes in input order) gives
     the bytes of one process, bad lines reported by line number as before."""

@@ -230,7 +230,7 @@ class SparseNER(SequencePipe):
             out.extend(index.get(m, -1) if m else -1 for m in eg.get_aligned_ner())
         return np.array(out, dtype=np.int32).reshape(n_tokens)
 
-    def _negative_conditions(self, examples: List[Example], gold: np.ndarray) -> np.ndarray:
+    def _add_negatives(self, examples: List[Example], gold: np.ndarray) -> np.ndarray:
         """Spans of the reference's `incorrect_spans_key` group are not
         entities of their label (spaCy's NER): at a token without gold
         annotation, a one-token span forbids U-T; a longer span [s, e)
@@ -243,8 +243,8 @@ class SparseNER(SequencePipe):
         when = np.full((gold.shape[0], 3), -1, dtype=np.int32)
         base = 0
         for eg in examples:
-            spans = eg.reference.spans.get(key, None) if key in eg.reference.spans else None
-            if spans is not None and len(spans):
+            spans = eg.reference.spans.get(key)
+            if spans:
                 for span in eg.get_aligned_spans_y2x(spans, allow_overlap=True):
                     if span.label_ not in self._types:
                         continue

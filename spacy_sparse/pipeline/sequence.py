@@ -120,10 +120,10 @@ class SequencePipe(SparsePipe):
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
         raise NotImplementedError
 
-    def _negative_conditions(self, examples: List[Example], gold: np.ndarray) -> np.ndarray:
-        """The histories in which gold's negative labels hold (kernels.sequence.
-        train_sequence's neg_when; no rows: always). The task may also add
-        negatives to `gold` here."""
+    def _add_negatives(self, examples: List[Example], gold: np.ndarray) -> np.ndarray:
+        """Write the task's negative labels into `gold` (-2 - y) and return
+        the histories in which they hold (kernels.sequence.train_sequence's
+        neg_when; no rows: always). The tagger's come with `_gold`."""
         return ALWAYS
 
     def _predict(self, docs: List[Doc], model: SparseLinearModel):
@@ -152,7 +152,7 @@ class SequencePipe(SparsePipe):
         examples_docs = [eg.predicted for eg in examples]
         batch = DocBatch(examples_docs, self.lexicon, self.by_sents)
         gold = self._gold(examples, batch.n_tokens)
-        neg_when = self._negative_conditions(examples, gold)
+        neg_when = self._add_negatives(examples, gold)
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
