@@ -200,6 +200,28 @@ def page() -> str:
             parts.append(f"| {row['n_process']} | {row['n_threads']} | {span(secs, '{:.2f}', '')} | "
                          f"{span([w / 1000 for w in wps], '{:.0f}', 'k')} | {span(ups, '{:.2f}', 'x')} |")
         parts += ["", provenance(speed), ""]
+    cost = runs("train_cost")
+    if cost:
+        first = cost[0]
+        parts += ["## Training cost", "",
+                  f"`python -m spacy train {first['config']}` on EWT train/dev as a user runs it, one process per run "
+                  "(start-up and the saving of model-best included), runs one after the other on an otherwise idle "
+                  "machine. Peak RSS is the training process's own (`getrusage`); the dev scores are those of the "
+                  "model-best it wrote (raw text for this recipe).", "",
+                  "| runs | wall-clock | peak RSS | model-best on disk | dev tag acc | dev LAS | dev sentence F |",
+                  "|---|---|---|---|---|---|---|"]
+        rows = [row for run in cost for row in run["rows"]]
+        scores = [row["dev_scores"] for row in rows]
+
+        def dev(key: str) -> str:
+            found = [100 * s[key] for s in scores if s.get(key) is not None]
+            return span(found, "{:.2f}", "") if found else "–"
+
+        parts.append(f"| {len(rows)} | {span([r['seconds'] / 60 for r in rows], '{:.1f}', ' min')} | "
+                     f"{span([r['peak_rss_bytes'] / 2**30 for r in rows], '{:.2f}', ' GiB')} | "
+                     f"{span([r['model_best_bytes'] / 2**20 for r in rows], '{:.1f}', ' MiB')} | "
+                     f"{dev('tag_acc')} | {dev('dep_las')} | {dev('sents_f')} |")
+        parts += ["", provenance(cost), ""]
     for path in sorted(RESULTS.glob("sparsity_*.json")):
         data = srsly.read_json(path)
         parts += [f"## Sparsity table: {data['table']}", "",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import spacy
+import srsly
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
@@ -335,3 +336,35 @@ def tag_speed(model: str, source: Path, settings: Sequence[Tuple[int, int]], run
              "speedup": [b / x for b, x in zip(base, times[(p, t)])]} for p, t in settings]
     return {"model": str(model), "input": str(source), "words": words, "runs": runs,
             "output_sha256": next(iter(digests.values())), "rows": rows}
+
+
+# Runs one command and prints the peak resident set of its process tree's largest member, in KiB (Linux
+# getrusage: of the waited-for child, the wrapper's only one).
+_PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def train_cost(config: Path, train: Path, dev: Path, output: Path, runs: int = 2,
+               overrides: Sequence[str] = ()) -> Dict[str, Any]:
+    """Wall-clock seconds and peak RSS of `python -m spacy train CONFIG` as
+    a user runs it (a new process each run, loading included), with the
+    dev scores and size on disk of the model-best it wrote. Each run goes
+    through a small wrapper process, so its peak is its own, not the
+    largest of all runs so far."""
+    rows = []
+    for i in range(max(1, runs)):
+        out = Path(output) / f"run{i + 1}"
+        cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(out),
+               "--paths.train", str(train), "--paths.dev", str(dev), *overrides]
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", _PEAK_RSS, *cmd], check=True, stdout=subprocess.PIPE,
+                              text=True)
+        seconds = time.perf_counter() - start
+        best = out / "model-best"
+        meta = srsly.read_json(best / "meta.json")
+        rows.append({"seconds": seconds, "peak_rss_bytes": int(done.stdout.split()[-1]) * 1024,
+                     "dev_scores": {k: v for k, v in meta.get("performance", {}).items()
+                                    if isinstance(v, (int, float))},
+                     "model_best_bytes": directory_bytes(best)})
+    return {"config": str(config), "train": str(train), "dev": str(dev), "overrides": list(overrides),
+            "runs": runs, "rows": rows}

@@ -52,3 +52,27 @@ def test_tag_speed_command_times_settings_that_write_the_same_bytes(tmp_path, ew
     assert data["words"] == len(src.read_text(encoding="utf8").split()) and len(data["output_sha256"]) == 64
     assert [(r["n_process"], r["n_threads"]) for r in data["rows"]] == [(1, 1), (2, 1)]
     assert data["rows"][0]["speedup"] == [1.0] and data["rows"][1]["seconds"][0] > 0
+
+
+def test_train_cost_command_reports_time_peak_memory_and_dev_scores(tmp_path, corpus):
+    """`train-cost` runs spacy train in new processes and records each run's own peak RSS, the dev scores of the
+    model-best it wrote and its size, as JSON the benchmark page reads."""
+    import subprocess
+    import sys
+
+    import srsly
+
+    from conftest import ROOT, run
+
+    out = tmp_path / "cost.json"
+    run("spacy_sparse", "train-cost", "configs/tagger.cfg", str(corpus / "train.spacy"), str(corpus / "dev.spacy"), "--output", str(tmp_path / "runs"), "--runs", "2",
+        "--set", "training.max_epochs=1", "--json", str(out))
+    data = srsly.read_json(out)
+    assert data["overrides"] == ["--training.max_epochs", "1"] and len(data["rows"]) == 2
+    for row in data["rows"]:
+        # spaCy and a tagger alone take far more than 100 MB, and a 120-doc tagger far less than 20 GB
+        assert 100e6 < row["peak_rss_bytes"] < 20e9 and row["seconds"] > 0
+        assert 0.5 < row["dev_scores"]["tag_acc"] <= 1.0 and row["model_best_bytes"] > 10_000
+    bad = subprocess.run([sys.executable, "-m", "spacy_sparse", "train-cost", "configs/tagger.cfg", "a", "b", "--set",
+                          "nokey"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 1 and "KEY=VALUE" in bad.stdout + bad.stderr

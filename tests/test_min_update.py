@@ -12,22 +12,35 @@ def taggers(ewt_refs):
     return {k: train_tagger(refs, epochs=2, min_updates=k) for k in (1, 4)}
 
 
-def test_rare_features_do_not_score_and_are_not_saved(taggers, ewt_refs, tmp_path):
+def test_rare_features_get_no_row_and_are_not_saved(taggers, tmp_path):
     nlp, tagger = taggers[4]
     model = tagger.sparse
     n = int(model.n_rows[0])
-    rare = np.flatnonzero(model.updates[:n] < 4)
-    assert len(rare) > 0
-    ptr, _, _ = model.compact()
-    assert np.all(np.diff(ptr)[rare] == 0)  # no weight of a rare feature reaches prediction or the file
-    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:20])]
-    before = tagger.predict(docs)[0]
-    model.W[rare] = 1e6  # whatever a rare feature's weights are, scores do not change
-    model.changed()
-    assert np.array_equal(tagger.predict(docs)[0], before)
+    waiting = int(model.pending.sum())
+    # most features never take part in 4 updates: they cost a table slot holding their count, not a row
+    assert waiting > n
+    assert int(model.tab_count.sum()) == n + waiting
+    assert model.updates[:n].min() >= 4
+    assert model.keys_of_rows().shape == (n,) and np.all(model.keys_of_rows() != 0)
     nlp.to_disk(tmp_path / "m")
     loaded = spacy.load(tmp_path / "m").get_pipe("sparse_tagger")
     assert loaded.sparse.stats()["nonzero_features"] == model.stats()["nonzero_features"]
+
+
+def test_a_feature_gets_its_row_at_its_kth_update():
+    from spacy_sparse.kernels.hashing import new_table
+    from spacy_sparse.kernels.scoring import find_entry, find_row, take_update
+    tab, tab_off = new_table(8), np.array([0, 8], dtype=np.int64)
+    tab_count, n_rows, pending = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(4, np.int64)
+    row_tpl, updates = np.zeros(4, np.int32), np.zeros(4, np.int32)
+    key = np.uint64(12345)
+    for c in (1, 2):
+        assert take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, 0, key, 3) == -1
+        assert find_entry(tab, tab_off, 0, key) == -1 - c and find_row(tab, tab_off, 0, key) == -1
+        assert pending.tolist() == [0, 1, 0, 0] if c == 1 else [0, 0, 1, 0]
+    assert take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, 0, key, 3) == 0
+    assert find_row(tab, tab_off, 0, key) == 0 and updates[0] == 2 and pending.sum() == 0
+    assert n_rows[0] == 1 and tab_count[0] == 1
 
 
 def test_min_update_keeps_fewer_features_at_similar_accuracy(taggers, ewt_refs):

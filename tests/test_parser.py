@@ -9,7 +9,7 @@ from spacy.training import Example
 
 from spacy_sparse.codes import AT_ROOT
 from spacy_sparse.kernels.parser import oracle_parse
-from spacy_sparse.model import _compress
+from spacy_sparse.model import compress_rows
 from spacy_sparse.pipeline.parser import gold_children
 
 from spacy_sparse.readers import bare_copy
@@ -114,7 +114,7 @@ def test_trees_are_well_formed_whatever_the_weights(trained_parser, trained, ewt
     model = parser.sparse
     saved = model._compact
     rng = np.random.RandomState(seed)
-    model._compact = _compress((rng.randn(int(model.n_rows[0]), model.n_labels) * 20).astype(np.float32))
+    model._compact = compress_rows([(rng.randn(int(model.n_rows[0]), model.n_labels) * 20).astype(np.float32)])
     model._packed = None
     try:
         for margin in (None, 3.0):

@@ -1,7 +1,7 @@
 """Measuring a trained pipeline: `bench` (accuracy and words/s across margins), `report` (model sizes),
-`cold-start` and `tag-speed`."""
+`cold-start`, `tag-speed` and `train-cost`."""
 import argparse
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 from pathlib import Path
 
 import srsly
@@ -123,7 +123,45 @@ def cmd_tag_speed(args: argparse.Namespace) -> int:
     return 0
 
 
+def config_overrides(items: List[str]) -> List[str]:
+    """["training.max_epochs=2"] -> ["--training.max_epochs", "2"], as spacy train takes them."""
+    out = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            msg.fail(f"--set wants KEY=VALUE, got {item!r}", exits=1)
+        out += [f"--{key.strip().lstrip('-')}", value]
+    return out
+
+
+def cmd_train_cost(args: argparse.Namespace) -> int:
+    """Time and peak memory of `spacy train` on a config, per run."""
+    from ..bench import provenance, train_cost
+
+    result = {"meta": provenance(), **train_cost(Path(args.config), Path(args.train), Path(args.dev),
+                                                 Path(args.output), runs=args.runs,
+                                                 overrides=config_overrides(args.overrides))}
+    for row in result["rows"]:
+        scores = ", ".join(f"{k} {100 * v:.2f}" for k, v in row["dev_scores"].items() if v and k.endswith(("acc", "las",
+                                                                                                     "_f")))
+        msg.text(f"{row['seconds']:.0f} s, peak RSS {row['peak_rss_bytes'] / 2**30:.2f} GiB, "
+                 f"model-best {row['model_best_bytes'] / 2**20:.1f} MiB; dev: {scores}")
+    write_result(args.json, result)
+    return 0
+
+
 def register(sub) -> None:
+    p = sub.add_parser("train-cost", help="wall-clock time and peak memory of spacy train on a config")
+    p.add_argument("config", help="a training config")
+    p.add_argument("train", help="training .spacy")
+    p.add_argument("dev", help="development .spacy")
+    p.add_argument("--output", default="training/train_cost", help="where the runs write their pipelines")
+    p.add_argument("--runs", type=int, default=2, help="training runs, one after the other")
+    p.add_argument("--json", help="write the times and peaks (and command, commit, date, machine) as JSON here")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override for spacy train, e.g. training.max_epochs=2 (repeatable)")
+    p.set_defaults(func=cmd_train_cost)
+
     p = sub.add_parser("tag-speed", help="wall-clock time of the tag command per processes x threads setting")
     p.add_argument("model", help='a pipeline directory, "default" or "default-tagger"')
     p.add_argument("input", help="a raw-text file, one doc per line")

@@ -140,24 +140,54 @@ def loss_augmented(scores, valid, gold, margin):
 
 
 @njit(cache=True, nogil=True)
-def find_row(tab, tab_off, t, key):
+def find_entry(tab, tab_off, t, key):
+    """Table value of (template t, key): its row (>= 0), -1 if absent, or
+    -1 - c for a feature still waiting for its row after c updates."""
     off = tab_off[t]
     return table_find(tab, off, tab_off[t + 1] - off, key)
 
 
 @njit(cache=True, nogil=True)
-def ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, key):
-    """Row of (template t, key), made on first update. Python reserved room
-    for it beforehand (SparseLinearModel.reserve), so this never overflows."""
+def find_row(tab, tab_off, t, key):
+    """Row of (template t, key), or -1 when it has none (yet)."""
+    r = find_entry(tab, tab_off, t, key)
+    return r if r >= 0 else np.int64(-1)
+
+
+@njit(cache=True, nogil=True)
+def take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, t, key, min_updates):
+    """Count one more update of a feature that has no row, and return the
+    row it gets at its min_updates-th update (-1 before that).
+
+    Min-update (Goldberg & Elhadad) ignores a feature until it took part in
+    min_updates updates. Only the count is kept until then, in the
+    feature's table slot (-1 - count), not a weight row: most features never
+    get there (7 in 8 parser features at min_updates 12), and rows as wide as
+    the label set are what training memory is made of. The row starts at
+    zero with this update. `pending[c]` counts the features waiting with c
+    updates, which bounds the rows a batch can make (model.reserve). Python
+    reserved a slot and a row for this beforehand, so nothing overflows."""
     off = tab_off[t]
     slot = table_slot(tab, off, tab_off[t + 1] - off, key)
+    count = 0
     if tab[2 * slot] == key:
-        return np.int64(tab[2 * slot + 1])
+        v = np.int64(tab[2 * slot + 1])
+        if v >= 0:
+            return v
+        count = -1 - v
+        pending[count] -= 1
+    else:
+        tab_count[t] += 1
+    count += 1
+    if count < min_updates:
+        table_put(tab, slot, key, -1 - count)
+        pending[count] += 1
+        return np.int64(-1)
     row = n_rows[0]
     n_rows[0] += 1
     table_put(tab, slot, key, row)
-    tab_count[t] += 1
     row_tpl[row] = t
+    updates[row] = count - 1  # the caller counts this update
     return row
 
 
@@ -250,27 +280,28 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
     `rows` receives the row of each template's feature (-1: unknown);
     `grad` (zeros, n_labels) and `touched` are scratch space.
 
-    tables = (tab, tab_off, tab_count, row_tpl, n_rows): the feature tables.
+    tables = (tab, tab_off, tab_count, row_tpl, n_rows, pending): the
+    feature tables.
     state = (W, U, G, updates, scale, norm2, target, stamp): the weights and
     what the sparsity methods keep per feature or template (model.py).
     params = (adagrad, lr, min_updates, closed, pull).
 
-    Min-update (Goldberg & Elhadad): `updates` counts, per feature, the
-    decisions whose update it took part in; a feature adds to scores only
-    once that count reaches `min_updates` (1: from its first update), but
-    updates reach every feature of the decision. `closed`: no new features
-    (rare-feature pruning fixed the feature set beforehand). A template
+    Min-update (Goldberg & Elhadad): a feature adds to scores only once it
+    took part in `min_updates` updates (1: from its first); until then only
+    that count is kept (take_update), and `updates` counts on for rows.
+    `closed`: no new features (rare-feature pruning fixed the feature set
+    beforehand). A template
     whose `scale` is 0 is switched off. `pull` < 1 runs DC-ADMM's w-step
     regularizer (see catch_up).
     """
-    tab, tab_off, tab_count, row_tpl, n_rows = tables
+    tab, tab_off, tab_count, row_tpl, n_rows, pending = tables
     W, U, G, updates, scale, norm2, target, stamp = state
     adagrad, lr, min_updates, closed, pull = params
     n_tpl = keys.shape[0]
     scores[:] = 0.0
     n_viol = 0
     for t in range(n_tpl):
-        r = find_row(tab, tab_off, t, keys[t])
+        r = find_entry(tab, tab_off, t, keys[t])
         if scale[t] == 0.0:
             r = -1
         rows[t] = r
@@ -327,8 +358,10 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
         if r < 0:
             if closed:
                 continue
-            r = ensure_row(tab, tab_off, tab_count, row_tpl, n_rows, t, keys[t])
+            r = take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, t, keys[t], min_updates)
             rows[t] = r
+            if r < 0:
+                continue
             if pull < 1.0:
                 stamp[r] = step
         elif pull < 1.0 and updates[r] < min_updates:
