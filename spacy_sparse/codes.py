@@ -37,8 +37,9 @@ ST_RV = -6     # right valency so far
 ST_LSET = -7   # the set of its left dependents' labels
 ST_RSET = -8   # the set of its right dependents' labels
 ST_DIST = -9   # bucketed distance from the slot's token to B0
+ST_MOVE = -10  # the move whose arc is being labelled (split actions: a template with it scores labels)
 STATE_ATTRS: Dict[str, int] = {"tag": ST_TAG, "pos": ST_POS, "dep": ST_DEP, "lv": ST_LV, "rv": ST_RV,
-                               "lset": ST_LSET, "rset": ST_RSET, "dist": ST_DIST}
+                               "lset": ST_LSET, "rset": ST_RSET, "dist": ST_DIST, "move": ST_MOVE}
 
 # Parser state slots (Zhang & Nivre 2011, for the arc-hybrid system); a slot's
 # index is its code in the kernels.

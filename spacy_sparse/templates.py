@@ -560,7 +560,81 @@ PARSER_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# Label templates for split actions: each reads the move being labelled
+# (`move@S0`), so LEFT (head B0), RIGHT (head S1) and ROOT arcs of S0 have
+# features of their own; labels depend on the dependent, its head
+# candidates, and the dependents both already have.
+LABEL_TEMPLATES: Tuple[str, ...] = tuple("move@S0+" + t for t in (
+    "tag@S0",
+    "lower@S0",
+    "tag@S0+tag@B0",
+    "tag@S1+tag@S0",
+    "lower@S0+tag@S0",
+    "lower@S0+tag@B0",
+    "tag@S0+lower@B0",
+    "lower@S1+tag@S0",
+    "tag@S1+lower@S0",
+    "lower@S0+lower@B0",
+    "lower@S1+lower@S0",
+    "tag@S0+dist@S0",
+    "tag@S1+tag@S0+dist@S1",
+    "tag@B0",
+    "tag@S1",
+    "lower@B0",
+    "lower@S1",
+    "suf3@S0",
+    "shape@S0",
+    "amb@S0",
+    "tag@S0+lset@S0",
+    "tag@S0+rset@S0",
+    "dep@S0L",
+    "dep@S0R",
+    "tag@S0+tag@S0L",
+    "tag@S0+tag@S0R",
+    "tag@S0+tag@B0+tag@B1",
+    "tag@S1+tag@S0+tag@B0",
+    "tag@S0+tag@B0+dist@S0",
+    "lower@S0+tag@S0+tag@B0",
+    "tag@S0+lower@B0+tag@B0",
+    "lower@S0+tag@S0+lower@B0+tag@B0",
+    "lower@S1+tag@S1+lower@S0+tag@S0",
+    "tag@S0+tag@S0L+tag@B0",
+    "tag@S0+tag@S0R+tag@B0",
+    "tag@S1+tag@S1R+tag@S0",
+    "tag@S0+lv@S0",
+    "tag@S0+rv@S0",
+    "lower@S0+lv@S0",
+    "lower@S0+rv@S0",
+    "amb@B0",
+    "amb@S1",
+    "suf3@B0",
+    "tag@S2+tag@S1+tag@S0",
+    "tag@B1",
+    "lower@B1",
+    "tag@S0+tag@B1",
+    "dep@S0L2",
+    "tag@S0L",
+    "tag@S0R",
+    "lower@S0L",
+    "lower@S0R",
+    "tag@B0+lset@B0",
+    "tag@S1+rset@S1",
+    "tag@S1+lset@S1",
+    "lower@B0+lset@B0",
+    "lower@S1+rset@S1",
+    "dep@B0L",
+    "dep@S1R",
+    "tag@S0+tag@B0+lset@B0",
+))
+
+
+def has_move_atom(template: Template) -> bool:
+    """A template that scores labels of split actions (it reads the move)."""
+    return any(a.attr == "move" for a in template.atoms)
+
+
 @registry.misc("spacy_sparse.parser_templates.v1")
-def parser_templates_v1() -> List[str]:
-    """The default parsing template set, in its cheap default order."""
-    return list(PARSER_TEMPLATES)
+def parser_templates_v1(split: bool = False) -> List[str]:
+    """The default parsing template set, in its cheap default order; with
+    `split`, the label templates of split actions after it."""
+    return list(PARSER_TEMPLATES) + (list(LABEL_TEMPLATES) if split else [])

@@ -316,14 +316,15 @@ def test_the_codes_python_and_the_kernels_share_agree():
     assert seq.atom_src.tolist() == [codes.SRC_HIST, codes.SRC_TAG, codes.SRC_PTAG, codes.LOWER,
                                      codes.LEX_COLUMN["cshape"]]
     assert uses_history(seq.atom_src) and not uses_history(seq.atom_src[1:])
-    parse = SparseLinearModel(["tag@S0+pos@B0+dep@S0L+lv@S1+rv@S1+lset@B0+rset@S0R2+dist@B3+lower@S2"], ["SHIFT"])
+    parse = SparseLinearModel(["tag@S0+pos@B0+dep@S0L+lv@S1+rv@S1+lset@B0+rset@S0R2+dist@B3+lower@S2+move@S0"],
+                              ["SHIFT"])
     assert parse.atom_src.tolist() == [codes.ST_TAG, codes.ST_POS, codes.ST_DEP, codes.ST_LV, codes.ST_RV,
-                                       codes.ST_LSET, codes.ST_RSET, codes.ST_DIST, codes.LOWER]
+                                       codes.ST_LSET, codes.ST_RSET, codes.ST_DIST, codes.LOWER, codes.ST_MOVE]
     assert parse.atom_pos.tolist() == [codes.SLOT_CODE[s] for s in ("S0", "B0", "S0L", "S1", "S1", "B0", "S0R2",
-                                                                     "B3", "S2")]
+                                                                     "B3", "S2", "S0")]
     assert codes.N_SLOTS == len(templates.SLOTS) and templates.LEX_ATTRS is codes.LEX_ATTRS
     # the lexicon's rows keep the column order the kernels index (the `hist` memory reads LOWER)
     atoms = lexical_atoms(spacy.blank("en").vocab, "Ferry")
     assert atoms[codes.LOWER] == spacy.strings.get_string_id("ferry")
-    assert len(set(codes.HISTORY_ATTRS.values())) == 3 and len(set(codes.STATE_ATTRS.values())) == 8
+    assert len(set(codes.HISTORY_ATTRS.values())) == 3 and len(set(codes.STATE_ATTRS.values())) == 9
     assert max(codes.HISTORY_ATTRS.values()) < 0 and max(codes.STATE_ATTRS.values()) < 0

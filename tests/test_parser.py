@@ -26,20 +26,23 @@ def tagged(tagger_nlp, refs, sents=True):
     return list(tagger.pipe([plain(tagger_nlp, r, sents) for r in refs]))
 
 
-@pytest.fixture(scope="module")
-def trained_parser(trained, ewt_refs):
-    """A sparse_parser trained for 3 epochs on 3,000 EWT sentences with
-    tags predicted by the session's sparse_tagger."""
-    tagger_nlp, _ = trained
+def train_parser(tagger_nlp, refs, **config):
+    """A sparse_parser trained for 3 epochs on refs with tags predicted by
+    the tagger of tagger_nlp."""
     nlp = spacy.blank("en", vocab=tagger_nlp.vocab)
-    parser = nlp.add_pipe("sparse_parser", config={"explore_after": 20000, "whole_docs": 0.5})
-    refs = ewt_refs["train"]
+    parser = nlp.add_pipe("sparse_parser", config={"explore_after": 20000, "whole_docs": 0.5, **config})
     train = [Example(d, r) for d, r in zip(tagged(tagger_nlp, refs), refs)]
     parser.initialize(lambda: train, nlp=nlp)
     for _ in range(3):
         for i in range(0, len(train), 20):
             nlp.update(train[i:i + 20])
     return nlp, parser
+
+
+@pytest.fixture(scope="module")
+def trained_parser(trained, ewt_refs):
+    """A sparse_parser trained on the 3,000 EWT sentences of the session."""
+    return train_parser(trained[0], ewt_refs["train"])
 
 
 def check_trees(docs):
@@ -254,3 +257,46 @@ def test_coded_rows_parse_as_the_weight_pairs_do(ewt_refs):
     pairs[:, 0], pairs[:, 1] = lab, val
     model._packed = (tab, pairs, np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32))
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == coded
+
+
+@pytest.fixture(scope="module")
+def split_parser(trained, ewt_refs):
+    """The trained_parser recipe with split actions (move, then label)."""
+    return train_parser(trained[0], ewt_refs["train"],
+                        templates={"@misc": "spacy_sparse.parser_templates.v1", "split": True})
+
+
+def test_split_actions_parse_as_well_with_narrower_rows(split_parser, trained_parser, trained, ewt_refs, tmp_path):
+    """Move first, then the arc's label: rows hold moves + labels instead of every (move, label) pair, and the
+    slice's dev LAS stays near the joint parser's."""
+    _, parser = split_parser
+    _, joint = trained_parser
+    assert parser.split and not joint.split
+    assert parser.sparse.n_labels < 0.6 * joint.sparse.n_labels
+    assert parser._n_move == len(joint.sparse.templates) and len(parser.sparse.templates) > parser._n_move
+    assert set(parser.labels) <= set(joint.labels) and "root" in {d.lower() for d in parser.labels}
+    refs = ewt_refs["dev"]
+    for sents in (True, False):
+        las = {}
+        for name, pipe in (("split", parser), ("joint", joint)):
+            docs = list(pipe.pipe(tagged(trained[0], refs, sents)))
+            check_trees(docs)
+            las[name] = pipe.score([Example(d, r) for d, r in zip(docs, refs)])["dep_las"]
+        assert las["split"] > las["joint"] - 0.02, (sents, las)
+    # the label templates score only arcs; a margin still stops early
+    parser.margin = 2.0
+    parser.reset_usage()
+    list(parser.pipe(tagged(trained[0], refs[:40])))
+    assert 0 < parser.templates_per_token < parser._n_move
+    parser.margin = None
+    docs = tagged(trained[0], refs[:40])
+    before = [(t.head.i, t.dep_) for d in parser.pipe([d.copy() for d in docs]) for t in d]
+    nlp = spacy.blank("en", vocab=parser.vocab)
+    nlp.add_pipe("sparse_parser", config={"templates": {"@misc": "spacy_sparse.parser_templates.v1", "split": True}})
+    nlp.get_pipe("sparse_parser").from_bytes(parser.to_bytes())
+    after = [(t.head.i, t.dep_) for d in nlp.get_pipe("sparse_parser").pipe([d.copy() for d in docs]) for t in d]
+    assert after == before
+    assert parser.add_label("newdep") == 1 and "ARC-newdep" in parser.sparse.labels and "newdep" in parser.labels
+    only_labels = spacy.blank("en").add_pipe("sparse_parser", config={"templates": ["move@S0+tag@S0"]})
+    with pytest.raises(ValueError, match="move templates and label templates"):
+        only_labels.initialize(lambda: [Example(plain(only_labels, r), r) for r in ewt_refs["train"][:5]])

@@ -16,6 +16,13 @@ RIGHT-l makes S1 the head of S0 and pops it; ROOT-l makes S0 a sentence root
 
 Everything a template reads is resolved per state into `slot_tok` (the
 token at each slot of templates.SLOTS), so atoms cost one array read.
+
+Joint actions score every (move, label) pair at once: a row holds a weight
+per action (~140 on EWT). Split actions (a template set with `move` atoms)
+score the move first, with the templates before `n_move` over four
+columns, and then, for an arc, its label with the templates from `n_move`
+on, whose keys include the move; rows are as wide as moves plus labels, and
+each template's rows fill only its decision's columns.
 """
 import numpy as np
 from numba import njit
@@ -24,8 +31,8 @@ from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
                       score_counted)
 
-from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_POS, ST_RSET,
-                     ST_RV, ST_TAG)
+from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, ROOT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_MOVE,
+                     ST_POS, ST_RSET, ST_RV, ST_TAG)
 
 
 @njit(cache=True, nogil=True)
@@ -109,8 +116,9 @@ def distance_bucket(d):
 
 @njit(cache=True, nogil=True)
 def state_keys(keys, t0, t1, slot_tok, b0, templates, lex_rows, lex, tags, poss,
-               lab, val, sets):
-    """Feature keys of templates t0..t1-1 in the current state."""
+               lab, val, sets, move):
+    """Feature keys of templates t0..t1-1 in the current state (`move`: the
+    move being labelled, for `move` atoms)."""
     seeds, atom_off, atom_src, atom_pos = templates
     for t in range(t0, t1):
         h = seeds[t]
@@ -138,6 +146,8 @@ def state_keys(keys, t0, t1, slot_tok, b0, templates, lex_rows, lex, tags, poss,
                 v = sets[tok, 0]
             elif src == ST_RSET:
                 v = sets[tok, 1]
+            elif src == ST_MOVE:
+                v = np.uint64(move + 1)
             else:  # ST_DIST
                 v = np.uint64(distance_bucket(b0 - tok))
             h = mix(h, v)
@@ -158,43 +168,44 @@ def fill_valid(valid, kind, depth, b0, end, single):
             valid[a] = ok_left
         elif k == RIGHT:
             valid[a] = ok_right
-        else:
+        elif k == ROOT:
             valid[a] = ok_root
+        else:  # a label column of split actions
+            valid[a] = 0
 
 
 @njit(cache=True, nogil=True)
-def apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets):
-    """Do action a; returns the new (depth, b0)."""
-    k = kind[a]
+def apply_move(k, label, stack, depth, b0, head, lab, kids, val, sets):
+    """Do move k, labelling its arc `label`; returns the new (depth, b0)."""
     if k == SHIFT:
         stack[depth] = b0
         return depth + 1, b0 + 1
     s0 = stack[depth - 1]
     if k == LEFT:
-        attach(b0, s0, alab[a], head, lab, kids, val, sets)
+        attach(b0, s0, label, head, lab, kids, val, sets)
     elif k == RIGHT:
-        attach(stack[depth - 2], s0, alab[a], head, lab, kids, val, sets)
+        attach(stack[depth - 2], s0, label, head, lab, kids, val, sets)
     else:
         head[s0] = AT_ROOT
-        lab[s0] = alab[a]
+        lab[s0] = label
     return depth - 1, b0
 
 
 @njit(cache=True, nogil=True)
-def apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets):
-    """apply_action, keeping the stack membership the oracle reads."""
-    if kind[a] == SHIFT:
+def apply_tracked(k, label, stack, depth, b0, in_stack, head, lab, kids, val, sets):
+    """apply_move, keeping the stack membership the oracle reads."""
+    if k == SHIFT:
         in_stack[b0] = 1
     else:
         in_stack[stack[depth - 1]] = 0
-    return apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
+    return apply_move(k, label, stack, depth, b0, head, lab, kids, val, sets)
 
 
 @njit(cache=True, nogil=True)
-def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab, gch_ptr, gch_idx, in_stack):
-    """Gold arcs each valid action makes unreachable (Goldberg & Nivre 2013,
-    arc-hybrid), plus one for a wrong label on a gold arc; returns the least
-    cost. gold_head: absolute head, AT_ROOT, or NO_TOKEN when unknown (no cost)."""
+def move_costs(stack, depth, b0, end, gold_head, gch_ptr, gch_idx, in_stack):
+    """Gold arcs each move makes unreachable (Goldberg & Nivre 2013,
+    arc-hybrid): (shift, left, right, root) costs, and S0's gold head.
+    gold_head: absolute head, AT_ROOT, or NO_TOKEN when unknown (no cost)."""
     s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
     s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
     shift_c = 0
@@ -224,20 +235,32 @@ def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold
             right_c += 1
         if h0 >= 0 and h0 == s1:
             root_c += 1
+    return shift_c, left_c, right_c, root_c, h0
+
+
+@njit(cache=True, nogil=True)
+def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab, gch_ptr, gch_idx, in_stack):
+    """move_costs for every valid action (a label column of split actions:
+    its move's cost), plus one for a wrong label on a gold arc of a joint
+    action; returns the least cost."""
+    shift_c, left_c, right_c, root_c, h0 = move_costs(stack, depth, b0, end, gold_head, gch_ptr, gch_idx, in_stack)
+    s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
+    s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
     g = gold_lab[s0] if s0 >= 0 else -1
     best = 1 << 30
     for a in range(kind.shape[0]):
         if not valid[a]:
             continue
         k = kind[a]
+        joint = alab[a] >= 0
         if k == SHIFT:
             c = shift_c
         elif k == LEFT:
-            c = left_c + (1 if h0 == b0 and g >= 0 and alab[a] != g else 0)
+            c = left_c + (1 if joint and h0 == b0 and g >= 0 and alab[a] != g else 0)
         elif k == RIGHT:
-            c = right_c + (1 if h0 == s1 and h0 >= 0 and g >= 0 and alab[a] != g else 0)
+            c = right_c + (1 if joint and h0 == s1 and h0 >= 0 and g >= 0 and alab[a] != g else 0)
         else:
-            c = root_c + (1 if h0 == AT_ROOT and g >= 0 and alab[a] != g else 0)
+            c = root_c + (1 if joint and h0 == AT_ROOT and g >= 0 and alab[a] != g else 0)
         cost[a] = c
         best = min(best, c)
     return best
@@ -252,12 +275,44 @@ def write_output(start, end, head, lab, heads_out, labels_out):
 
 
 @njit(cache=True, nogil=True)
-def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates,
+def label_columns(valid, lab_ok, mv):
+    """Mark the label columns move mv may take (split actions); returns
+    how many there are and the last of them."""
+    n = 0
+    last = -1
+    for c in range(valid.shape[0]):
+        valid[c] = lab_ok[mv, c]
+        if valid[c]:
+            n += 1
+            last = c
+    return n, last
+
+
+@njit(cache=True, nogil=True)
+def label_target(mv, s0, s1, b0, gold_head, gold_lab, arc_col, root_col):
+    """The column of S0's gold label if move mv makes S0's gold arc, else
+    -1 (no label to learn)."""
+    g = gold_lab[s0]
+    if g < 0:
+        return -1
+    h0 = gold_head[s0]
+    if (mv == LEFT and h0 == b0) or (mv == RIGHT and h0 >= 0 and h0 == s1):
+        return arc_col[g]
+    if mv == ROOT and h0 == AT_ROOT:
+        return root_col[g]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_move, lab_ok,
                   tab_off, tab, W, lv, lc, book, packed, kind, alab, margin, thr, heads_out, labels_out, used):
     """Parse every segment greedily; stop adding templates once the best
     valid action leads by `margin` (< 0: all templates; thr: stop_margins). Weights: dense W,
     or with `packed`, `tab` holds spans of nonzeros in `lv`, or in `lc` and `book` when
-    lc is not empty (score_block).
+    lc is not empty (score_block). With split actions (n_move below the
+    number of templates) the move is decided first and an arc's label
+    after it among the columns lab_ok[move] allows, each with its own
+    templates and the same stop rule.
     used[i] counts the
     templates scored for the two actions that involve token i as S0
     (popping it) and as B0 (shifting it)."""
@@ -279,19 +334,37 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates,
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, end, kids)
             fill_valid(valid, kind, depth, b0, end, single)
-            done, cand = open_scores(scores, valid, margin)
-            k = 0
-            while k < n_tpl and not (margin >= 0.0 and k > 0 and done):
-                stop = block_end(k, n_tpl, LOOKAHEAD)
-                state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex,
-                           tags, poss, lab, val, sets)
-                n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead,
-                                            done, cand)
-                k += n
-            a = decided(scores, valid, margin, done, cand)
-            used[b0 if kind[a] == SHIFT else stack[depth - 1]] += k
-            depth, b0 = apply_action(a, kind, alab, stack, depth, b0, head, lab, kids, val, sets)
+            a, k = score_decision(keys, 0, n_move, -1, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab,
+                                  val, sets, tab_off, tab, W, lv, lc, book, packed, margin, thr, scores, valid, ahead)
+            mv = kind[a]
+            label = alab[a]
+            if n_move < n_tpl and mv != SHIFT:
+                n_ok, col = label_columns(valid, lab_ok, mv)
+                if n_ok > 1:
+                    col, k_lab = score_decision(keys, n_move, n_tpl, mv, slot_tok, b0, templates, lex_rows, lex,
+                                                tags, poss, lab, val, sets, tab_off, tab, W, lv, lc, book, packed,
+                                                margin, thr, scores, valid, ahead)
+                    k += k_lab
+                label = alab[col]
+            used[b0 if mv == SHIFT else stack[depth - 1]] += k
+            depth, b0 = apply_move(mv, label, stack, depth, b0, head, lab, kids, val, sets)
         write_output(start, end, head, lab, heads_out, labels_out)
+
+
+@njit(cache=True, nogil=True)
+def score_decision(keys, t0, t1, move, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets,
+                   tab_off, tab, W, lv, lc, book, packed, margin, thr, scores, valid, ahead):
+    """Score one decision with templates t0..t1-1, block by block, until
+    the stop rule holds; returns (the column chosen, templates scored)."""
+    done, cand = open_scores(scores, valid, margin)
+    k = t0
+    while k < t1 and not (margin >= 0.0 and k > t0 and done):
+        stop = block_end(k, t1, LOOKAHEAD)
+        state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
+        n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead,
+                                    done, cand)
+        k += n
+    return decided(scores, valid, margin, done, cand), k - t0
 
 
 @njit(cache=True, nogil=True)
@@ -308,16 +381,19 @@ def next_random(state):
 
 @njit(cache=True, nogil=True)
 def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
-                templates, tables, state, params, step, kind, alab, margin, objective,
-                explore, stray, seed):
+                templates, n_move, lab_ok, arc_col, root_col, tables, state, params, step, kind, alab, margin,
+                objective, explore, stray, seed):
     """One online pass over a batch with the dynamic oracle. At each state
     the oracle's action is the best-scoring one among the least-cost valid
     actions; the learner updates towards it when the model's choice costs
     more. The parse then follows the model's choice when it is optimal, and
     with probability `explore` when it is not (error exploration, Goldberg
     & Nivre 2012); otherwise the oracle's. With probability `stray` it
-    follows a costly action although the model chose well. Returns the
-    number of costly choices."""
+    follows a costly action although the model chose well. With split
+    actions the label of an arc the parse makes is a second decision,
+    learned when the arc is gold (towards its gold label) and followed like
+    a move (a wrong label with probability `explore`). Returns the number
+    of costly choices."""
     seeds, atom_off, atom_src, atom_pos = templates
     n = lex_rows.shape[0]
     n_tpl = seeds.shape[0]
@@ -344,13 +420,13 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
         b0 = start
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, end, kids)
-            state_keys(keys, 0, n_tpl, slot_tok, b0, templates, lex_rows, lex, tags, poss,
-                       lab, val, sets)
+            state_keys(keys, 0, n_move, slot_tok, b0, templates, lex_rows, lex, tags, poss,
+                       lab, val, sets, -1)
             fill_valid(valid, kind, depth, b0, end, single)
             least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
                                  gch_ptr, gch_idx, in_stack)
             # the oracle's action: the best-scoring optimal one
-            score_counted(keys, tables, state, params, scores)
+            score_counted(keys, 0, n_move, tables, state, params, scores)
             g = -1
             best = NEG_INF
             for y in range(n_act):
@@ -361,7 +437,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             for y in range(n_act):
                 if y != g and cost[y] == least:
                     valid[y] = 0
-            p = prefix_train_step(keys, rows, scores, valid, g, margin, objective, tables, state, params,
+            p = prefix_train_step(keys, 0, n_move, rows, scores, valid, g, margin, objective, tables, state, params,
                                   step[0], viol_t, viol_y, grad, touched)
             step[0] += 1.0
             a = p
@@ -377,7 +453,27 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
                     if valid[y] and cost[y] > least and (a == p or scores[y] > best):
                         a = y
                         best = scores[y]
-            depth, b0 = apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets)
+            mv = kind[a]
+            label = alab[a]
+            if n_move < n_tpl and mv != SHIFT:
+                n_ok, col = label_columns(valid, lab_ok, mv)
+                if n_ok > 1:
+                    s0 = stack[depth - 1]
+                    s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
+                    gl = label_target(mv, s0, s1, b0, gold_head, gold_lab, arc_col, root_col)
+                    if gl >= 0 and not valid[gl]:
+                        gl = -1
+                    state_keys(keys, n_move, n_tpl, slot_tok, b0, templates, lex_rows, lex, tags, poss,
+                               lab, val, sets, mv)
+                    col = prefix_train_step(keys, n_move, n_tpl, rows, scores, valid, gl, margin, objective, tables,
+                                            state, params, step[0], viol_t, viol_y, grad, touched)
+                    step[0] += 1.0
+                    if gl >= 0 and col != gl:
+                        errors += 1
+                        if not (explore > 0.0 and next_random(rng) < explore):
+                            col = gl
+                label = alab[col]
+            depth, b0 = apply_tracked(mv, label, stack, depth, b0, in_stack, head, lab, kids, val, sets)
     return errors
 
 
@@ -404,6 +500,6 @@ def oracle_parse(seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx, kin
             a = 0
             while not (valid[a] and cost[a] == least):
                 a += 1
-            depth, b0 = apply_tracked(a, kind, alab, stack, depth, b0, in_stack, head, lab, kids, val, sets)
+            depth, b0 = apply_tracked(kind[a], alab[a], stack, depth, b0, in_stack, head, lab, kids, val, sets)
         write_output(start, end, head, lab, heads_out, labels_out)
     return total

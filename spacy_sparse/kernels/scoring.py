@@ -249,14 +249,14 @@ def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr, sc
 
 
 @njit(cache=True, nogil=True)
-def score_counted(keys, tables, state, params, scores):
-    """Scores of one decision from every template's feature that counts
-    (as prefix_train_step scores them, without updating anything)."""
+def score_counted(keys, t0, t1, tables, state, params, scores):
+    """Scores of one decision from the features of templates t0..t1-1 that
+    count (as prefix_train_step scores them, without updating anything)."""
     tab, tab_off = tables[0], tables[1]
     W, updates, scale = state[0], state[3], state[4]
     min_updates = params[2]
     scores[:] = 0.0
-    for t in range(keys.shape[0]):
+    for t in range(t0, t1):
         r = find_row(tab, tab_off, t, keys[t])
         if r >= 0 and scale[t] != 0.0 and updates[r] >= min_updates:
             add_row_scaled(scores, W, r, scale[t])
@@ -265,10 +265,10 @@ def score_counted(keys, tables, state, params, scores):
 
 
 @njit(cache=True, nogil=True)
-def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables, state, params, step,
+def prefix_train_step(keys, t0, t1, rows, scores, valid, gold, margin, objective, tables, state, params, step,
                       viol_t, viol_y, grad, touched):
-    """Score templates in order for one decision, update, and return the
-    label predicted from the scores computed.
+    """Score templates t0..t1-1 in order for one decision, update, and
+    return the label predicted from the scores computed.
 
     PREFIX_TRUNCATED: prefixes are scored until gold leads by the margin;
     every prefix i before that point adds its hinge gradient (gold up, the
@@ -297,10 +297,9 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
     tab, tab_off, tab_count, row_tpl, n_rows, pending = tables
     W, U, G, updates, scale, norm2, target, stamp = state
     adagrad, lr, min_updates, closed, pull = params
-    n_tpl = keys.shape[0]
     scores[:] = 0.0
     n_viol = 0
-    for t in range(n_tpl):
+    for t in range(t0, t1):
         r = find_entry(tab, tab_off, t, keys[t])
         if scale[t] == 0.0:
             r = -1
@@ -327,7 +326,7 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
     if objective == FULL:
         y = loss_augmented(scores, valid, gold, margin)
         if y != gold:
-            viol_t[0] = n_tpl - 1
+            viol_t[0] = t1 - 1
             viol_y[0] = y
             n_viol = 1
     if n_viol == 0:
@@ -338,7 +337,7 @@ def prefix_train_step(keys, rows, scores, valid, gold, margin, objective, tables
     n_touched = 1
     touched[0] = gold
     v = n_viol - 1
-    for t in range(viol_t[n_viol - 1], -1, -1):
+    for t in range(viol_t[n_viol - 1], t0 - 1, -1):
         while v >= 0 and viol_t[v] == t:
             y = viol_y[v]
             if grad[y] == 0.0:

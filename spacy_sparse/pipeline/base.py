@@ -223,7 +223,8 @@ class SparsePipe(TrainablePipe):
             if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
                 raise ValueError("A template ordering must be a JSON list of template names")
             templates = apply_order(templates, order)
-            self.cfg["templates"] = templates
+        templates = self._arrange_templates(templates)
+        self.cfg["templates"] = templates
         if not labels:
             raise ValueError(f"No labels for {self.name!r}: the training data has no annotation it could learn")
         self.cfg["labels"] = list(labels)
@@ -235,6 +236,10 @@ class SparsePipe(TrainablePipe):
 
     def _labels_changed(self) -> None:
         """Hook: a subclass caches label-derived arrays here."""
+
+    def _arrange_templates(self, templates: List[str]) -> List[str]:
+        """Hook: the order a subclass's kernel needs its templates in."""
+        return templates
 
     # ---- training -----------------------------------------------------------------
     def initialize(

@@ -2,7 +2,10 @@
 templates, with dynamic feature selection and a dynamic oracle.
 
 The weight model scores actions: "SHIFT", "LEFT-dep", "RIGHT-dep" and
-"ROOT-dep" (kernels/parser.py). Non-projective gold trees are lifted with
+"ROOT-dep" (kernels/parser.py); or, when the template set has label
+templates (with a `move` atom: split actions), the moves "MOVE-SHIFT",
+"MOVE-LEFT", "MOVE-RIGHT", "MOVE-ROOT" and then, for an arc, its label:
+"ARC-dep" for left and right arcs, "ROOT-dep" for roots. Non-projective gold trees are lifted with
 spaCy's pseudo-projective transform (`Example.get_aligned_parse(
 projectivize=True)`, labels "dep||head-dep") and parses are lowered again
 with spaCy's `deprojectivize`. A doc whose sentence starts are all known
@@ -21,6 +24,7 @@ from spacy.training import Example, validate_get_examples
 from spacy.vocab import Vocab
 
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
+from ..templates import has_move_atom, parse_templates
 from ..kernels.parser import predict_parse, train_parse
 from ..model import SparseLinearModel
 from ..checks import check_number
@@ -41,6 +45,8 @@ DEFAULT_PARSER_CONFIG = {
 }
 
 KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
+# the move columns of split actions, in kind order
+MOVES = ["MOVE-SHIFT", "MOVE-LEFT", "MOVE-RIGHT", "MOVE-ROOT"]
 
 
 @Language.factory(
@@ -108,6 +114,26 @@ def action_names(deps: Sequence[str], root_deps: Sequence[str]) -> List[str]:
     return names
 
 
+def split_action_names(deps: Sequence[str], root_deps: Sequence[str]) -> List[str]:
+    """The columns of split actions: the four moves, a label column per
+    arc label, and one per label seen on roots."""
+    return MOVES + [f"ARC-{d}" for d in deps] + [f"ROOT-{d}" for d in root_deps]
+
+
+def split_columns(names: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """(arc labels, root labels) of split action columns; ValueError if
+    `names` are not split columns."""
+    if list(names[:4]) != MOVES:
+        raise ValueError(f"Not split parser actions: {list(names[:4])}")
+    arcs, roots = [], []
+    for name in names[4:]:
+        prefix, _, dep = name.partition("-")
+        if prefix not in ("ARC", "ROOT") or not dep:
+            raise ValueError(f"Not a split parser label column: {name!r}")
+        (arcs if prefix == "ARC" else roots).append(dep)
+    return arcs, roots
+
+
 def label_order(kinds: Sequence[int], deps: Sequence[str]) -> List[str]:
     """Label indices (what `dep`, `lset` and `rset` atoms read): the sorted
     labels of the action set the model was made with (SHIFT, LEFT-*,
@@ -167,13 +193,48 @@ class SparseParser(SparsePipe):
             return tuple(sorted(self._deps))
         return tuple(self.cfg["labels"])
 
+    @property
+    def split(self) -> bool:
+        """Whether the model decides the move and then the label (split
+        actions) instead of scoring (move, label) pairs."""
+        return self.sparse is not None and self.sparse.labels[:1] == MOVES[:1]
+
     def _labels_changed(self) -> None:
-        kinds, deps = zip(*(parse_action(a) for a in self.sparse.labels))
-        self._deps = label_order(kinds, deps)
-        index = {d: i for i, d in enumerate(self._deps)}
+        names = self.sparse.labels
+        labelling = [has_move_atom(t) for t in self.sparse.templates]
+        self._n_move = labelling.index(True) if True in labelling else len(labelling)
+        if any(not x for x in labelling[self._n_move:]):
+            raise ValueError("A split parser's label templates (with a move atom) must come after its move templates")
+        if self.split:
+            arcs, roots = split_columns(names)
+            if self._n_move in (0, len(labelling)):
+                raise ValueError("A split parser needs move templates and label templates (with a 'move@S0' atom)")
+            self._deps = list(dict.fromkeys(arcs + roots))
+            index = {d: i for i, d in enumerate(self._deps)}
+            kinds = [SHIFT, LEFT, RIGHT, ROOT] + [-1] * (len(names) - 4)
+            deps = [""] * 4 + arcs + roots
+            self._root_deps = set(roots)
+            n_arc = len(arcs)
+            self._lab_ok = np.zeros((4, len(names)), dtype=np.uint8)
+            self._lab_ok[LEFT, 4:4 + n_arc] = self._lab_ok[RIGHT, 4:4 + n_arc] = 1
+            self._lab_ok[ROOT, 4 + n_arc:] = 1
+            self._arc_col = np.full(len(self._deps), -1, dtype=np.int64)
+            self._root_col = np.full(len(self._deps), -1, dtype=np.int64)
+            for c, d in enumerate(arcs):
+                self._arc_col[index[d]] = 4 + c
+            for c, d in enumerate(roots):
+                self._root_col[index[d]] = 4 + n_arc + c
+        else:
+            if self._n_move < len(labelling):
+                raise ValueError("Label templates (with a 'move' atom) need a split parser's actions")
+            kinds, deps = zip(*(parse_action(a) for a in names))
+            self._deps = label_order(kinds, deps)
+            index = {d: i for i, d in enumerate(self._deps)}
+            self._root_deps = {d for k, d in zip(kinds, deps) if k == ROOT}
+            self._lab_ok = np.zeros((4, len(names)), dtype=np.uint8)
+            self._arc_col = self._root_col = np.zeros(1, dtype=np.int64)
         self._kind = np.array(kinds, dtype=np.int64)
         self._alab = np.array([index[d] if d else -1 for d in deps], dtype=np.int64)
-        self._root_deps = {d for k, d in zip(kinds, deps) if k == ROOT}
         self._dep_values = np.array([self.vocab.strings.add(d) for d in self._deps] or [0], dtype=np.uint64)
         self._lifted = np.array([nonproj.DELIMITER in d for d in self._deps] or [False], dtype=bool)
         self.cfg["labels"] = list(self._deps)
@@ -200,11 +261,20 @@ class SparseParser(SparsePipe):
         if not labels:
             raise ValueError(f"No dependency trees for {self.name!r} to learn from in the training data")
         roots = roots or ["ROOT"]  # labels without trees (add_label): spaCy's parser also has ROOT
+        split = any(has_move_atom(t) for t in parse_templates(self.cfg["templates"]))
+        names = split_action_names(labels, roots) if split else action_names(labels, roots)
         # `amb` atoms read a word's ambiguity class: the tags it took in training
-        self._build_model(action_names(labels, roots), order, ambiguity_classes(words))
+        self._build_model(names, order, ambiguity_classes(words))
+
+    def _arrange_templates(self, templates: List[str]) -> List[str]:
+        """Move templates first, label templates (split actions) after,
+        each in their order: the kernel scores the two decisions with the
+        two runs of templates."""
+        labelling = [has_move_atom(t) for t in parse_templates(templates)]
+        return [t for t, x in zip(templates, labelling) if not x] + [t for t, x in zip(templates, labelling) if x]
 
     def _outputs_of(self, label: str) -> List[str]:
-        return [f"LEFT-{label}", f"RIGHT-{label}"]
+        return [f"ARC-{label}"] if self.split else [f"LEFT-{label}", f"RIGHT-{label}"]
 
     def _labels_in(self, examples: List[Example]) -> Iterable[str]:
         """Plain dependency labels of the references the model lacks
@@ -249,7 +319,7 @@ class SparseParser(SparsePipe):
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
             predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
-                          model.template_arrays, model.tab_off, ptab,
+                          model.template_arrays, self._n_move, self._lab_ok, model.tab_off, ptab,
                           W, lv, lc, book, True, self._kind, self._alab, margin, thr, heads, labels, used)
 
         self._over_segments(batch, parse)
@@ -282,13 +352,15 @@ class SparseParser(SparsePipe):
         batch, tags, poss, single = self._state_inputs(docs, whole)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
-        model.reserve(self.decisions_per_token * batch.n_tokens, adagrad=self.adagrad)
+        # a split parser labels each arc in a third decision per token
+        model.reserve((self.decisions_per_token + self.split) * batch.n_tokens, adagrad=self.adagrad)
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
         self._words_seen += batch.n_tokens
         return train_parse(
             batch.lex_rows, batch.lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
-            model.template_arrays, model.tables(), model.learner_state(),
-            model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps, self._kind, self._alab, self.cfg["train_margin"],
+            model.template_arrays, self._n_move, self._lab_ok, self._arc_col, self._root_col, model.tables(),
+            model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
+            self._kind, self._alab, self.cfg["train_margin"],
             self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches,
         )
 
