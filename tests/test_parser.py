@@ -297,6 +297,11 @@ def test_split_actions_parse_as_well_with_narrower_rows(split_parser, trained_pa
     after = [(t.head.i, t.dep_) for d in nlp.get_pipe("sparse_parser").pipe([d.copy() for d in docs]) for t in d]
     assert after == before
     assert parser.add_label("newdep") == 1 and "ARC-newdep" in parser.sparse.labels and "newdep" in parser.labels
+    # a label column added after the root columns is an arc label all the same
+    col = parser.sparse.labels.index("ARC-newdep")
+    assert col == parser.sparse.n_labels - 1 and parser.sparse.labels[col - 1].startswith("ROOT-")
+    assert parser._lab_ok[:, col].tolist() == [0, 1, 1, 0]
+    check_trees(list(parser.pipe(tagged(trained[0], refs[:20]))))
     only_labels = spacy.blank("en").add_pipe("sparse_parser", config={"templates": ["move@S0+tag@S0"]})
     with pytest.raises(ValueError, match="move templates and label templates"):
         only_labels.initialize(lambda: [Example(plain(only_labels, r), r) for r in ewt_refs["train"][:5]])

@@ -120,18 +120,19 @@ def split_action_names(deps: Sequence[str], root_deps: Sequence[str]) -> List[st
     return MOVES + [f"ARC-{d}" for d in deps] + [f"ROOT-{d}" for d in root_deps]
 
 
-def split_columns(names: Sequence[str]) -> Tuple[List[str], List[str]]:
-    """(arc labels, root labels) of split action columns; ValueError if
-    `names` are not split columns."""
+def split_columns(names: Sequence[str]) -> List[Tuple[int, str]]:
+    """(move kind, label) of each label column of split actions (LEFT for
+    an arc label, which right arcs take too; ROOT for a root label);
+    ValueError if `names` are not split columns."""
     if list(names[:4]) != MOVES:
         raise ValueError(f"Not split parser actions: {list(names[:4])}")
-    arcs, roots = [], []
+    columns = []
     for name in names[4:]:
         prefix, _, dep = name.partition("-")
         if prefix not in ("ARC", "ROOT") or not dep:
             raise ValueError(f"Not a split parser label column: {name!r}")
-        (arcs if prefix == "ARC" else roots).append(dep)
-    return arcs, roots
+        columns.append((LEFT if prefix == "ARC" else ROOT, dep))
+    return columns
 
 
 def label_order(kinds: Sequence[int], deps: Sequence[str]) -> List[str]:
@@ -199,6 +200,26 @@ class SparseParser(SparsePipe):
         actions) instead of scoring (move, label) pairs."""
         return self.sparse is not None and self.sparse.labels[:1] == MOVES[:1]
 
+    def _split_arrays(self, names: Sequence[str]) -> Tuple[List[int], List[str]]:
+        """Split actions: the labels, which label columns each move may take
+        (`_lab_ok`), each label's arc and root column, and the (kind, dep)
+        of every column (label columns have kind -1)."""
+        columns = split_columns(names)
+        self._deps = list(dict.fromkeys(d for _, d in columns))
+        index = {d: i for i, d in enumerate(self._deps)}
+        self._root_deps = {d for k, d in columns if k == ROOT}
+        self._lab_ok = np.zeros((4, len(names)), dtype=np.uint8)
+        self._arc_col = np.full(len(self._deps), -1, dtype=np.int64)
+        self._root_col = np.full(len(self._deps), -1, dtype=np.int64)
+        for c, (kind, dep) in enumerate(columns, 4):
+            if kind == ROOT:
+                self._lab_ok[ROOT, c] = 1
+                self._root_col[index[dep]] = c
+            else:
+                self._lab_ok[LEFT, c] = self._lab_ok[RIGHT, c] = 1
+                self._arc_col[index[dep]] = c
+        return [SHIFT, LEFT, RIGHT, ROOT] + [-1] * len(columns), [""] * 4 + [d for _, d in columns]
+
     def _labels_changed(self) -> None:
         names = self.sparse.labels
         labelling = [has_move_atom(t) for t in self.sparse.templates]
@@ -206,33 +227,18 @@ class SparseParser(SparsePipe):
         if any(not x for x in labelling[self._n_move:]):
             raise ValueError("A split parser's label templates (with a move atom) must come after its move templates")
         if self.split:
-            arcs, roots = split_columns(names)
             if self._n_move in (0, len(labelling)):
                 raise ValueError("A split parser needs move templates and label templates (with a 'move@S0' atom)")
-            self._deps = list(dict.fromkeys(arcs + roots))
-            index = {d: i for i, d in enumerate(self._deps)}
-            kinds = [SHIFT, LEFT, RIGHT, ROOT] + [-1] * (len(names) - 4)
-            deps = [""] * 4 + arcs + roots
-            self._root_deps = set(roots)
-            n_arc = len(arcs)
-            self._lab_ok = np.zeros((4, len(names)), dtype=np.uint8)
-            self._lab_ok[LEFT, 4:4 + n_arc] = self._lab_ok[RIGHT, 4:4 + n_arc] = 1
-            self._lab_ok[ROOT, 4 + n_arc:] = 1
-            self._arc_col = np.full(len(self._deps), -1, dtype=np.int64)
-            self._root_col = np.full(len(self._deps), -1, dtype=np.int64)
-            for c, d in enumerate(arcs):
-                self._arc_col[index[d]] = 4 + c
-            for c, d in enumerate(roots):
-                self._root_col[index[d]] = 4 + n_arc + c
+            kinds, deps = self._split_arrays(names)
         else:
             if self._n_move < len(labelling):
                 raise ValueError("Label templates (with a 'move' atom) need a split parser's actions")
             kinds, deps = zip(*(parse_action(a) for a in names))
             self._deps = label_order(kinds, deps)
-            index = {d: i for i, d in enumerate(self._deps)}
             self._root_deps = {d for k, d in zip(kinds, deps) if k == ROOT}
             self._lab_ok = np.zeros((4, len(names)), dtype=np.uint8)
             self._arc_col = self._root_col = np.zeros(1, dtype=np.int64)
+        index = {d: i for i, d in enumerate(self._deps)}
         self._kind = np.array(kinds, dtype=np.int64)
         self._alab = np.array([index[d] if d else -1 for d in deps], dtype=np.int64)
         self._dep_values = np.array([self.vocab.strings.add(d) for d in self._deps] or [0], dtype=np.uint64)
