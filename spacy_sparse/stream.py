@@ -240,10 +240,13 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     forked with the loaded pipeline (nothing is pickled or loaded again),
     after the parent has run it once, so they inherit every kernel compiled
     and never start numba's compiler themselves. A worker that dies ends the
-    run with an error (the docs before its batch are written), not a hang."""
+    run with a RuntimeError (the docs before its batch are written), not a
+    hang; the pool's thread may then still wait on the dead worker's pipe,
+    so the `tag` command leaves with os._exit."""
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import TimeoutError as FuturesTimeout
     from concurrent.futures.process import BrokenProcessPool
 
     global _WORKER_NLP
@@ -251,9 +254,21 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     _WORKER_NLP = nlp
     pending: deque = deque()
 
+    def result_of(future) -> Tuple[List[str], int]:
+        # future.result(), but a dead worker ends the wait: the pool's own thread
+        # can block for good on a result the worker had half written when it died
+        # (CPython 3.11), so it would never report the pool broken. `_processes`
+        # is private, and the only handle on the workers.
+        while True:
+            try:
+                return future.result(timeout=0.5)
+            except FuturesTimeout:
+                if any(p.exitcode is not None for p in list((pool._processes or {}).values())):
+                    raise BrokenProcessPool("a worker exited") from None
+
     def emit(future) -> None:
         try:
-            lines, words = future.result()
+            lines, words = result_of(future)
         except BrokenProcessPool:
             raise RuntimeError("a tag worker process died; the docs before its batch were written") from None
         writer.write_lines(lines)

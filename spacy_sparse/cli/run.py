@@ -141,6 +141,12 @@ def cmd_tag(args: argparse.Namespace) -> int:
     if failed is not None:
         print(f"Failed, {failed}: {stats['docs']:,} complete docs ({stats['words']:,} words) were written to "
               f"{args.output}", file=sys.stderr)
+        if args.n_process > 1:
+            # the output is closed; the worker pool's thread may be stuck on the dead
+            # worker's pipe and would keep a normal exit waiting (stream.py)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
         return 1
     if interrupted is not None:
         print(f"Interrupted: {stats['docs']:,} complete docs ({stats['words']:,} words) were written to "
