@@ -267,10 +267,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
                     raise BrokenProcessPool("a worker exited") from None
 
     def emit(future) -> None:
-        try:
-            lines, words = result_of(future)
-        except BrokenProcessPool:
-            raise RuntimeError("a tag worker process died; the docs before its batch were written") from None
+        lines, words = result_of(future)
         writer.write_lines(lines)
         stats["docs"] += len(lines)
         stats["words"] += words
@@ -291,6 +288,9 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
             pending.append(pool.submit(_worker_batch, batch))
         while pending:
             emit(pending.popleft())
+    except BrokenProcessPool:
+        # from a result or from submit, whichever meets the dead worker first
+        raise RuntimeError("a tag worker process died; the docs before its batch were written") from None
     finally:
         writer.close()
         if pending:  # stopped early (an error, an interrupt): the workers' batches are not wanted
