@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 import numpy as np
 
 from .kernels.hashing import fold_keys
+from .kernels.rows import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK, expand_rows
 
 if TYPE_CHECKING:
     from .model import SparseLinearModel
@@ -140,19 +141,17 @@ def decode(msg: Any) -> "SparseLinearModel":
         if n and (keys.min() < 0 or keys.max() >= 2 ** 32):
             raise ValueError("Corrupt model: feature keys out of range")
     keys = keys.astype(np.uint64)
-    row_len, lab, val = _read_rows(msg, n_labels, counts)
-    if row_len.shape[0] != n or lab.shape[0] != val.shape[0] or int(row_len.sum()) != lab.shape[0]:
+    ptr, lab, val, coded = _read_rows(msg, n_labels, counts)
+    if ptr.shape[0] != n + 1:
         raise ValueError("Corrupt model: feature arrays disagree in length")
     tpl = np.repeat(np.arange(n_tpl, dtype=np.int32), counts)
     if version < 3 and n:
-        keys, tpl, row_len, lab, val = _fold_legacy(keys, tpl, row_len, lab, val)
+        keys, tpl, ptr, lab, val = _fold_legacy(keys, tpl, ptr, lab, val)
         counts = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
         n = keys.shape[0]
-    if lab.size and (int(lab.max()) >= n_labels or int(lab.min()) < 0):
-        raise ValueError("Corrupt model: a weight names a label that does not exist")
-    if np.any(keys == 0) or not np.all(np.isfinite(val)):
+    if np.any(keys == 0) or not np.all(np.isfinite(coded[0] if coded is not None else val)):
         raise ValueError("Corrupt model: invalid feature keys or weights")
-    if not model.load_features(tpl, keys, row_len, lab, val):
+    if not model.load_features(tpl, keys, ptr, lab, val, coded):
         raise ValueError("Corrupt model: duplicate features")
     class_keys = _array(msg, "class_keys", (np.uint64,), 1, limit=MAX_CLASSES)
     class_values = _array(msg, "class_values", (np.uint64,), 1, limit=MAX_CLASSES)
@@ -343,17 +342,19 @@ def _index_from_steps(steps: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return total - np.repeat(before, counts)
 
 
-def _fold_legacy(keys, tpl, row_len, lab, val):
+def _fold_legacy(keys, tpl, ptr, lab, val):
     """64-bit keys of a version 1/2 file folded to 32 bits; where two
     features of a template now share a key (rare), the first one stays."""
     keys = fold_keys(keys)
     _, first = np.unique((tpl.astype(np.uint64) << np.uint64(32)) | keys, return_index=True)
     if first.size == keys.size:
-        return keys, tpl, row_len, lab, val
+        return keys, tpl, ptr, lab, val
     keep = np.sort(first)
-    starts = _row_starts(row_len)
-    take = _gather_ranges(starts[keep], row_len[keep].astype(np.int64))
-    return keys[keep], tpl[keep], row_len[keep], lab[take], val[take]
+    row_len = np.diff(ptr)[keep]
+    take = _gather_ranges(ptr[keep], row_len)
+    new_ptr = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(row_len, out=new_ptr[1:])
+    return keys[keep], tpl[keep], new_ptr, lab[take], val[take]
 
 
 def _zipped(arr: np.ndarray, planes: bool = True) -> Dict[str, Any]:
@@ -399,39 +400,46 @@ def _unzipped(field: Dict[str, Any], name: str, limit: Optional[int] = None) -> 
     return flat.view(dtype).reshape(size).copy()
 
 
-def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row_length, label, value) per feature from either weight layout."""
+def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
+    """(ptr, label, value, coded) per feature from either weight layout:
+    feature i's row is label[ptr[i]:ptr[i + 1]] with its values; `coded` is
+    (codebook, code per weight) for grouped weights, else None."""
     version = msg.get("version")
     if version == 1 or msg.get("weights") == "float":
-        return (_array(msg, "row_length", (np.uint8, np.uint16), 1),
-                _array(msg, "row_label", (np.uint8, np.uint16), 1),
-                _array(msg, "row_value", (np.float32,), 1))
+        row_len = _array(msg, "row_length", (np.uint8, np.uint16), 1)
+        lab = _array(msg, "row_label", (np.uint8, np.uint16), 1).astype(np.int32)
+        val = _array(msg, "row_value", (np.float32,), 1)
+        ptr = np.zeros(row_len.shape[0] + 1, dtype=np.int64)
+        np.cumsum(row_len, out=ptr[1:])
+        if ptr[-1] != lab.shape[0] or lab.shape[0] != val.shape[0]:
+            raise ValueError("Corrupt model: feature arrays disagree in length")
+        if lab.size and int(lab.max()) >= n_labels:
+            raise ValueError("Corrupt model: a weight names a label that does not exist")
+        return ptr, lab, val, None
     if msg.get("weights") != "grouped":
         raise ValueError(f"Corrupt model: unknown weight layout {msg.get('weights')!r}")
     codebook = _array(msg, "codebook", (np.float32,), 1)
     n_features = int(counts.sum())
-    row_len = _array(msg, "row_length", UINTS, 1, limit=n_features).astype(np.int64)
-    entries = _array(msg, "row_entry", UINTS, 1,
-                     limit=min(MAX_WEIGHTS, row_len.shape[0] * max(1, n_labels))).astype(np.int64)
-    n_codes = max(1, codebook.size)
-    if int(row_len.sum()) != entries.size or (row_len.size and row_len.min() < 1):
-        raise ValueError("Corrupt model: feature arrays disagree in length")
-    if entries.size and int(entries.max()) >= n_labels * n_codes:
-        raise ValueError("Corrupt model: a weight code is out of range")
-    labels, codes = entries // n_codes, entries % n_codes
-    if version >= 4:  # label steps within each row, the first whole
-        if _names_a_label_twice(labels, row_len):
-            raise ValueError("Corrupt model: a row names one label twice")
-        labels = _index_from_steps(labels, row_len)
+    row_len = _array(msg, "row_length", UINTS, 1, limit=n_features)
+    entries = _array(msg, "row_entry", UINTS, 1, limit=min(MAX_WEIGHTS, row_len.shape[0] * max(1, n_labels)))
+    index = np.zeros(0, dtype=np.int64)
     if "feature_row" in msg:
         index = _array(msg, "feature_row", UINTS, 1, limit=n_features).astype(np.int64)
-        if version == 3 and index.size == n_features:
-            index = _index_from_steps(index, counts)
-        if index.size != n_features or (index.size and (int(index.max()) >= row_len.size or index.min() < 0)):
+        if index.size != n_features:
             raise ValueError("Corrupt model: feature rows out of range")
-        take = _gather_ranges(_row_starts(row_len)[index], row_len[index])
-        labels, codes, row_len = labels[take], codes[take], row_len[index]
-    return row_len, labels, codebook[codes] if codebook.size else np.zeros(0, np.float32)
+        if version == 3:
+            index = _index_from_steps(index, counts)
+    if entries.size and codebook.size == 0:
+        raise ValueError("Corrupt model: a weight code is out of range")
+    # one dtype for every file, so no file can make numba compile a new version of the kernel
+    status, ptr, lab, code = expand_rows(row_len.astype(np.int64), entries.astype(np.int64), max(1, codebook.size),
+                                         max(1, n_labels), index, version >= 4)
+    if status != ROWS_OK:
+        raise ValueError("Corrupt model: " + {
+            ROWS_BAD_LENGTH: "feature arrays disagree in length",
+            ROWS_BAD_LABEL: "a row names a label that does not exist, or one label twice",
+            ROWS_BAD_INDEX: "feature rows out of range"}[status])
+    return ptr, lab, codebook[code], (codebook, code)
 
 
 def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

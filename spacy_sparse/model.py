@@ -28,6 +28,7 @@ from . import codec
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
+from .kernels.rows import scatter_rows, span_table
 from .templates import Template, compile_templates, parse_templates
 
 # rows per slice where whole-table temporaries would cost too much memory
@@ -80,6 +81,8 @@ class SparseLinearModel:
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
         self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
+        # (codebook, code per weight) of the compressed weights, as a grouped file gave them
+        self._coded: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self._lock = threading.RLock()
         # predictions read, training steps write (guard.py)
         self.guard = ReadWriteGuard()
@@ -166,8 +169,7 @@ class SparseLinearModel:
         n = int(self.n_rows[0])
         cap = max(16, n)
         W = np.zeros((cap, max(1, self.n_labels)), dtype=np.float32)
-        ptr, lab, val = self.compact()
-        W[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
+        scatter_rows(*self.compact(), W)
         self.W = W
         self.U = np.zeros(W.shape, dtype=np.float32)
         self.steps[0] = 0.0
@@ -293,6 +295,7 @@ class SparseLinearModel:
         stay."""
         if self.W is not None:
             self._compact = None
+        self._coded = None
         self._dense = None
         self._packed = None
         self.version += 1
@@ -329,8 +332,7 @@ class SparseLinearModel:
         n = int(self.n_rows[0])
         if self.admm.fixed is None and self.W is None:
             out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
-            ptr, lab, val = self.compact()
-            out[np.repeat(np.arange(n), np.diff(ptr)), lab.astype(np.int64)] = val
+            scatter_rows(*self.compact(), out)
             return out
         out = np.empty((n, max(1, self.n_labels)), dtype=np.float32)
         for i, part in self._averaged_slices():
@@ -388,12 +390,9 @@ class SparseLinearModel:
             with self._lock:
                 packed = self._packed
                 if packed is None:
-                    tab = self.tab.copy()
-                    values = tab[1::2].view(np.int64)
-                    used = (tab[0::2] != 0) & (values >= 0)
-                    rows = values[used]
-                    values[used] = (ptr[rows] << 16) | (ptr[rows + 1] - ptr[rows])
-                    book, codes = _codes(val, 256)
+                    tab = span_table(self.tab, ptr)
+                    book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
+                        else _codes(val, 256)
                     if book is not None and self.n_labels <= 256 and val.size:
                         lc = (lab.astype(np.uint16) << 8) | codes.astype(np.uint16)
                         lv = np.zeros((0, 2), dtype=np.float32)
@@ -456,11 +455,13 @@ class SparseLinearModel:
         }
 
     # ---- serialization (the format itself is codec.py) ------------------------
-    def load_features(self, tpl: np.ndarray, keys: np.ndarray, row_len: np.ndarray, lab: np.ndarray,
-                      val: np.ndarray) -> bool:
+    def load_features(self, tpl: np.ndarray, keys: np.ndarray, ptr: np.ndarray, lab: np.ndarray,
+                      val: np.ndarray, coded: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> bool:
         """Replace the features with these (template, key) pairs and their
-        rows of (label, value) entries, as a decoded file gives them. False
-        if two features share a template and key."""
+        rows of (label, value) entries (feature i's: ptr[i]:ptr[i + 1]), as a
+        decoded file gives them; `coded` = (codebook, code per weight) when
+        the file stored them so. False if two features share a template and
+        key."""
         n, n_tpl = keys.shape[0], len(self.templates)
         counts = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
         caps = np.array([capacity_for(int(c)) for c in counts], dtype=np.int64)
@@ -474,11 +475,10 @@ class SparseLinearModel:
         self.row_tpl = np.zeros(max(16, n), dtype=np.int32)
         self.row_tpl[:n] = tpl
         self.n_rows[0] = n
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(row_len, out=ptr[1:])
         self.W = self.U = None
-        self._compact = (ptr, lab.astype(np.int32), val.astype(np.float32))
         self.changed()
+        self._compact = (ptr, lab.astype(np.int32, copy=False), val.astype(np.float32, copy=False))
+        self._coded = coded
         return True
 
     def to_dict(self, grouped: Optional[bool] = None) -> Dict[str, Any]:

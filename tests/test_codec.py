@@ -199,3 +199,23 @@ def test_a_hostile_file_is_refused_before_it_is_inflated(small_tagger):
     many_labels = dict(msg, labels=[f"L{i}" for i in range(70_000)])
     with pytest.raises(ValueError, match="labels"):
         SparseLinearModel.from_bytes(codec.seal(many_labels))
+
+
+def test_prediction_layouts_built_on_load_match_the_weights():
+    """Loading builds the prediction layouts from the file's rows and codes in one pass each (kernels/rows.py);
+    they must hold exactly the weights the generic path derives from the decoded values."""
+    import spacy_sparse
+
+    nlp = spacy_sparse.load_default()
+    for name in ("sparse_parser", "sparse_tagger"):
+        model = nlp.get_pipe(name).sparse
+        ptr, lab, val = model.compact()
+        dense = model.averaged()
+        rows = np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
+        assert np.array_equal(dense[rows, lab], val) and np.count_nonzero(dense) == np.count_nonzero(val)
+        tab, lv, lc, book = model.packed()
+        assert model._coded is not None and lc.size == val.size  # the file's codes were used
+        model._packed, model._coded = None, None
+        tab2, lv2, lc2, book2 = model.packed()  # rebuilt from the values alone
+        assert np.array_equal(tab, tab2) and np.array_equal(book[lc & 0xFF], book2[lc2 & 0xFF])
+        assert np.array_equal(lc >> 8, lc2 >> 8) and np.array_equal(book[lc & 0xFF], val)
