@@ -395,9 +395,14 @@ def _unzipped(field: Dict[str, Any], name: str, limit: Optional[int] = None) -> 
     if len(raw) != n_bytes or not inflate.eof or inflate.unconsumed_tail:
         raise ValueError(f"Corrupt model: field {name!r} has the wrong length")
     flat = np.frombuffer(raw, dtype=np.uint8)
-    if planes:
-        flat = np.ascontiguousarray(flat.reshape(width, size).T)
-    return flat.view(dtype).reshape(size).copy()
+    if not planes or width == 1:
+        return flat.view(dtype).reshape(size).copy()
+    # byte planes -> numbers by shifts (several times faster than a strided transpose)
+    planes_ = flat.reshape(width, size)
+    out = planes_[0].astype(dtype)
+    for k in range(1, width):
+        out |= planes_[k].astype(dtype) << np.dtype(dtype).type(8 * k)
+    return out
 
 
 def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
