@@ -83,6 +83,8 @@ class SparseLinearModel:
         self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
         # (codebook, code per weight) of the compressed weights, as a grouped file gave them
         self._coded: Optional[Tuple[np.ndarray, np.ndarray]] = None
+        # (version, averages) that weights(stale_steps) may serve
+        self._stale: Optional[Tuple[int, np.ndarray]] = None
         self._lock = threading.RLock()
         # predictions read, training steps write (guard.py)
         self.guard = ReadWriteGuard()
@@ -289,25 +291,45 @@ class SparseLinearModel:
         self.tab_off, self.tab = new_off, tab
 
     # ---- weights -----------------------------------------------------------
-    def changed(self) -> None:
+    def changed(self, training_step: bool = False) -> None:
         """Call after training touched W/U: drops the cached averages. With
         no training layout yet, the compressed weights are the only copy and
-        stay."""
+        stay. After a plain training step (no rows renumbered, no scales
+        changed) the averages may still serve weights(stale_steps)."""
         if self.W is not None:
             self._compact = None
         self._coded = None
         self._dense = None
         self._packed = None
+        if not training_step:
+            self._stale = None
         self.version += 1
 
-    def weights(self) -> np.ndarray:
+    def weights(self, stale_steps: int = 0) -> np.ndarray:
         """Averaged weights as the dense matrix prediction reads (cached;
-        at least one row so kernels always get a 2-D array)."""
+        at least one row so kernels always get a 2-D array).
+
+        With stale_steps > 0, during training, the averages may be up to
+        that many training steps old: they are then kept as rows of the
+        training layout's full height, so a row made since reads as zeros
+        (an unseen feature) and any row the tables name is in range; a grown
+        layout, new labels or any other change computes them again."""
+        if stale_steps > 0 and self.W is not None:
+            with self._lock:
+                stale = self._stale
+                if stale is None or self.version - stale[0] > stale_steps or stale[1].shape != self.W.shape:
+                    self._stale = stale = None  # freed before its successor is made: one copy at a time
+                    out = np.zeros(self.W.shape, dtype=np.float32)
+                    for i, part in self._averaged_slices():
+                        out[i:i + part.shape[0]] = part
+                    stale = self._stale = (self.version, out)
+                return stale[1]
         dense = self._dense
         if dense is None:
             with self._lock:
                 dense = self._dense
                 if dense is None:
+                    self._stale = None  # training's evaluation: hold one copy of the averages, not two
                     dense = self.averaged()
                     if dense.shape[0] == 0:
                         dense = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)

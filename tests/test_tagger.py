@@ -2,6 +2,7 @@
 import pickle
 import threading
 
+import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc
@@ -289,3 +290,32 @@ def test_training_while_predicting_never_crashes(tmp_path):
     script.write_text(CONCURRENT_SCRIPT.format(tests=str(Path(__file__).parent), seconds=8))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+
+
+def test_annotating_pass_may_use_recent_averages_but_evaluation_gets_current_ones(ewt_refs):
+    """spaCy's annotating_components pass right after an update labels the batch just trained on, and may use
+    averages a few updates old (recomputing every row's average after every batch was a fifth of training);
+    any other predict after that update sees the averages of the weights as they are now."""
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger")
+    train = to_examples(nlp, ewt_refs["train"][:400])
+    nlp.initialize(lambda: train)
+    model = tagger.sparse
+    calls = []
+    real = model.weights
+
+    def spy(stale_steps=0):
+        calls.append(stale_steps)
+        return real(stale_steps)
+
+    model.weights = spy
+    for i in range(0, 160, 16):
+        nlp.update(train[i:i + 16], annotates=["sparse_tagger"])
+    assert calls == [10] * 10  # one annotating pass per update, each allowed stale averages
+    assert model._stale is not None and model.version - model._stale[0] > 0  # and some were served stale
+    docs = [eg.predicted.copy() for eg in train[300:340]]
+    got = tagger.predict(docs)[0]
+    assert calls[-1] == 0
+    fresh = SparseLinearModel.from_bytes(model.to_bytes())  # the current averages, rebuilt from the file
+    tagger.sparse = fresh
+    assert np.array_equal(tagger.predict(docs)[0], got)

@@ -131,7 +131,7 @@ class SequencePipe(SparsePipe):
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin, thr = self._stop_rule(len(model.seeds))
-        W = model.weights()
+        W = model.weights(stale_steps=self._stale_steps)
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
         summed = self.summed_words and margin < 0
