@@ -328,3 +328,27 @@ def test_the_codes_python_and_the_kernels_share_agree():
     assert atoms[codes.LOWER] == spacy.strings.get_string_id("ferry")
     assert len(set(codes.HISTORY_ATTRS.values())) == 3 and len(set(codes.STATE_ATTRS.values())) == 9
     assert max(codes.HISTORY_ATTRS.values()) < 0 and max(codes.STATE_ATTRS.values()) < 0
+
+
+def test_relayout_keeps_every_key_whether_its_table_grows_or_not():
+    """Growing some tables of the flat layout copies the others slot for slot and re-inserts the grown ones:
+    every key then finds its value, and a table that kept its capacity is byte-identical."""
+    from spacy_sparse.kernels.hashing import capacity_for, fill_tables, new_table, rehash, table_find
+
+    rng = np.random.default_rng(7)
+    counts = np.array([5, 300, 40], dtype=np.int64)
+    tpl = np.repeat(np.arange(3, dtype=np.int32), counts)
+    keys = rng.integers(1, 2 ** 32, size=int(counts.sum()), dtype=np.uint64)
+    vals = np.arange(keys.size, dtype=np.int64)
+    old_caps = np.array([capacity_for(int(c)) for c in counts])
+    old_off = np.concatenate([[0], np.cumsum(old_caps)]).astype(np.int64)
+    old = new_table(int(old_off[-1]))
+    assert fill_tables(tpl, keys, vals, old_off, old) == 0
+    new_caps = old_caps * np.array([1, 4, 1])  # only the middle table grows
+    new_off = np.concatenate([[0], np.cumsum(new_caps)]).astype(np.int64)
+    new = new_table(int(new_off[-1]))
+    rehash(old, old_off, new_off, new)
+    for t, k, v in zip(tpl, keys, vals):
+        assert table_find(new, new_off[t], new_caps[t], k) == v
+    for t in (0, 2):
+        assert np.array_equal(new[2 * new_off[t]:2 * new_off[t + 1]], old[2 * old_off[t]:2 * old_off[t + 1]])

@@ -93,10 +93,15 @@ def table_put(tab, slot, key, value):
 
 @njit(cache=True, nogil=True)
 def rehash(old_tab, old_off, new_off, new_tab):
-    """Copy every table of a flat layout into a new layout (new capacities)."""
+    """Copy every table of a flat layout into a new layout (new capacities).
+    A table whose capacity stays is copied slot for slot: a key's slot only
+    depends on the capacity, relative to the table's start."""
     n_tables = old_off.shape[0] - 1
     for t in range(n_tables):
         cap = new_off[t + 1] - new_off[t]
+        if cap == old_off[t + 1] - old_off[t]:
+            new_tab[2 * new_off[t]:2 * new_off[t + 1]] = old_tab[2 * old_off[t]:2 * old_off[t + 1]]
+            continue
         for s in range(old_off[t], old_off[t + 1]):
             k = old_tab[2 * s]
             if k != 0:
