@@ -426,7 +426,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
                                  gch_ptr, gch_idx, in_stack)
             # the oracle's action: the best-scoring optimal one
-            score_counted(keys, 0, n_move, tables, state, params, scores)
+            score_counted(keys, 0, n_move, rows, tables, state, params, scores)
             g = -1
             best = NEG_INF
             for y in range(n_act):
@@ -437,7 +437,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             for y in range(n_act):
                 if y != g and cost[y] == least:
                     valid[y] = 0
-            p = prefix_train_step(keys, 0, n_move, rows, scores, valid, g, margin, objective, tables, state, params,
+            p = prefix_train_step(keys, 0, n_move, rows, True, scores, valid, g, margin, objective, tables, state, params,
                                   step[0], viol_t, viol_y, grad, touched)
             step[0] += 1.0
             a = p
@@ -465,7 +465,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
                         gl = -1
                     state_keys(keys, n_move, n_tpl, slot_tok, b0, templates, lex_rows, lex, tags, poss,
                                lab, val, sets, mv)
-                    col = prefix_train_step(keys, n_move, n_tpl, rows, scores, valid, gl, margin, objective, tables,
+                    col = prefix_train_step(keys, n_move, n_tpl, rows, False, scores, valid, gl, margin, objective, tables,
                                             state, params, step[0], viol_t, viol_y, grad, touched)
                     step[0] += 1.0
                     if gl >= 0 and col != gl:

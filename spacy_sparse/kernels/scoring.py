@@ -16,6 +16,8 @@ from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 from .hashing import table_find, table_put, table_slot
 
 NEG_INF = np.float32(-3.0e38)
+# prefix_train_step: the loss-augmented argmax must be computed again
+STALE = -2
 
 
 @njit(cache=True, nogil=True)
@@ -140,6 +142,22 @@ def loss_augmented(scores, valid, gold, margin):
 
 
 @njit(cache=True, nogil=True)
+def add_row_loss_augmented(scores, W, row, valid, gold, margin):
+    """add_row, then loss_augmented of the new scores, in one pass."""
+    best = -1
+    best_val = NEG_INF
+    for y in range(scores.shape[0]):
+        s = scores[y] + W[row, y]
+        scores[y] = s
+        if valid[y]:
+            v = s - margin if y == gold else s
+            if best < 0 or v > best_val:
+                best = y
+                best_val = v
+    return best
+
+
+@njit(cache=True, nogil=True)
 def find_entry(tab, tab_off, t, key):
     """Table value of (template t, key): its row (>= 0), -1 if absent, or
     -1 - c for a feature still waiting for its row after c updates."""
@@ -249,15 +267,20 @@ def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr, sc
 
 
 @njit(cache=True, nogil=True)
-def score_counted(keys, t0, t1, tables, state, params, scores):
+def score_counted(keys, t0, t1, rows, tables, state, params, scores):
     """Scores of one decision from the features of templates t0..t1-1 that
-    count (as prefix_train_step scores them, without updating anything)."""
+    count (as prefix_train_step scores them, without updating anything).
+    `rows` receives each template's table entry, which prefix_train_step
+    can then take instead of probing again (its `known`). All probes come
+    first: they do not depend on each other, so their cache misses overlap."""
     tab, tab_off = tables[0], tables[1]
     W, updates, scale = state[0], state[3], state[4]
     min_updates = params[2]
     scores[:] = 0.0
     for t in range(t0, t1):
-        r = find_row(tab, tab_off, t, keys[t])
+        rows[t] = find_entry(tab, tab_off, t, keys[t])
+    for t in range(t0, t1):
+        r = rows[t]
         if r >= 0 and scale[t] != 0.0 and updates[r] >= min_updates:
             add_row_scaled(scores, W, r, scale[t])
 
@@ -265,7 +288,7 @@ def score_counted(keys, t0, t1, tables, state, params, scores):
 
 
 @njit(cache=True, nogil=True)
-def prefix_train_step(keys, t0, t1, rows, scores, valid, gold, margin, objective, tables, state, params, step,
+def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, objective, tables, state, params, step,
                       viol_t, viol_y, grad, touched):
     """Score templates t0..t1-1 in order for one decision, update, and
     return the label predicted from the scores computed.
@@ -277,7 +300,8 @@ def prefix_train_step(keys, t0, t1, rows, scores, valid, gold, margin, objective
     earlier one already had gold ahead by the margin.
     FULL: one hinge update of all templates on the complete score (margin 0
     is the plain perceptron).
-    `rows` receives the row of each template's feature (-1: unknown);
+    `rows` receives the row of each template's feature (-1: unknown), or
+    with `known` already holds their table entries (score_counted's);
     `grad` (zeros, n_labels) and `touched` are scratch space.
 
     tables = (tab, tab_off, tab_count, row_tpl, n_rows, pending): the
@@ -299,20 +323,26 @@ def prefix_train_step(keys, t0, t1, rows, scores, valid, gold, margin, objective
     adagrad, lr, min_updates, closed, pull = params
     scores[:] = 0.0
     n_viol = 0
+    hinge = objective != FULL and gold >= 0
+    y = STALE  # the loss-augmented argmax, kept while no row changes the scores
     for t in range(t0, t1):
-        r = find_entry(tab, tab_off, t, keys[t])
+        r = rows[t] if known else find_entry(tab, tab_off, t, keys[t])
         if scale[t] == 0.0:
             r = -1
         rows[t] = r
         if r >= 0 and updates[r] >= min_updates:
             if pull < 1.0:
                 catch_up(W, U, target, stamp, r, step, pull)
-            if scale[t] == 1.0:
-                add_row(scores, W, r)
-            else:
+            if scale[t] != 1.0:
                 add_row_scaled(scores, W, r, scale[t])
-        if objective != FULL and gold >= 0:
-            y = loss_augmented(scores, valid, gold, margin)
+                y = STALE
+            elif hinge:
+                y = add_row_loss_augmented(scores, W, r, valid, gold, margin)
+            else:
+                add_row(scores, W, r)
+        if hinge:
+            if y == STALE:
+                y = loss_augmented(scores, valid, gold, margin)
             if y == gold:
                 if objective == PREFIX_TRUNCATED:
                     break

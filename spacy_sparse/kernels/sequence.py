@@ -294,10 +294,10 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, neg_when, te
             if g <= -2 and not negative:
                 g = -1
             if negative:
-                score_counted(keys, 0, keys.shape[0], tables, state, params, scores)
+                score_counted(keys, 0, keys.shape[0], rows, tables, state, params, scores)
                 g = latent_gold(scores, valid, -2 - g)
-            p = prefix_train_step(keys, 0, keys.shape[0], rows, scores, valid, g, margin, objective, tables, state, params,
-                                  step[0], viol_t, viol_y, grad, touched)
+            p = prefix_train_step(keys, 0, keys.shape[0], rows, negative, scores, valid, g, margin, objective, tables,
+                                  state, params, step[0], viol_t, viol_y, grad, touched)
             pred[i] = p
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)
