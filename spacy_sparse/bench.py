@@ -129,7 +129,7 @@ def weight_row_bytes(pipe: SparsePipe) -> float:
         return 0.0
     if getattr(pipe, "template_kind", "sequence") == "state":
         stats = model.stats()
-        per_weight = 2.0 if model.packed()[2].size else 8.0
+        per_weight = 2.0 if model.packed()[3].size else 8.0
         return per_weight * stats["nonzero_weights"] / max(1, stats["nonzero_features"])
     return 4.0 * model.n_labels
 

@@ -28,7 +28,7 @@ from . import codec
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
-from .kernels.rows import scatter_rows, span_table
+from .kernels.rows import scatter_rows, span_tables
 from .templates import Template, compile_templates, parse_templates
 
 # rows per slice where whole-table temporaries would cost too much memory
@@ -80,7 +80,7 @@ class SparseLinearModel:
         # averaged weights: compressed (ptr, lab, val) and dense for prediction
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
-        self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
+        self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
         # (codebook, code per weight) of the compressed weights, as a grouped file gave them
         self._coded: Optional[Tuple[np.ndarray, np.ndarray]] = None
         # (version, averages) that weights(stale_steps) may serve
@@ -397,11 +397,12 @@ class SparseLinearModel:
                     self._compact = compact
         return compact
 
-    def packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The prediction layout for rows with few nonzeros (the parser's):
-        (tab, lv, lc, book). `tab` is a copy of the hash tables whose values
-        are spans start << 16 | count into the nonzero weights of all rows,
-        so a feature costs one probe and one read. The weights are
+        (tab, tab_off, lv, lc, book). `tab` holds the features that have rows
+        (in tables sized for them, at `tab_off`), each value a span
+        start << 16 | count into the nonzero weights of all rows, so a
+        feature costs one probe and one read. The weights are
         (label, value) pairs in `lv`; or, when they take at most 256 values
         and there are at most 256 labels (DC-ADMM), 2-byte entries
         label << 8 | code in `lc` with the values in `book`, and `lv` empty.
@@ -412,7 +413,12 @@ class SparseLinearModel:
             with self._lock:
                 packed = self._packed
                 if packed is None:
-                    tab = span_table(self.tab, ptr)
+                    n = int(self.n_rows[0])
+                    counts = np.bincount(self.row_tpl[:n], minlength=len(self.templates))
+                    tab_off = np.zeros(len(self.templates) + 1, dtype=np.int64)
+                    tab_off[1:] = np.cumsum([capacity_for(int(c)) for c in counts])
+                    tab = new_table(int(tab_off[-1]))
+                    span_tables(self.tab, self.tab_off, ptr, tab_off, tab)
                     book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
                         else _codes(val, 256)
                     if book is not None and self.n_labels <= 256 and val.size:
@@ -423,7 +429,7 @@ class SparseLinearModel:
                         lv = np.empty((lab.shape[0], 2), dtype=np.float32)
                         lv[:, 0] = lab
                         lv[:, 1] = val
-                    packed = self._packed = (tab, lv, lc, np.ascontiguousarray(book, dtype=np.float32))
+                    packed = self._packed = (tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32))
         return packed
 
     def finalize_average(self) -> None:

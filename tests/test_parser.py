@@ -9,7 +9,7 @@ from spacy.training import Example
 
 from spacy_sparse.codes import AT_ROOT
 from spacy_sparse.kernels.parser import oracle_parse
-from spacy_sparse.model import compress_rows
+from spacy_sparse.model import SparseLinearModel, compress_rows
 from spacy_sparse.pipeline.parser import gold_children
 
 from spacy_sparse.readers import bare_copy
@@ -248,14 +248,14 @@ def test_coded_rows_parse_as_the_weight_pairs_do(ewt_refs):
     nlp = spacy_sparse.load_default()
     parser = nlp.get_pipe("sparse_parser")
     model = parser._require_model()
-    tab, lv, lc, book = model.packed()
+    tab, tab_off, lv, lc, book = model.packed()
     assert lc.size > 0 and lv.size == 0 and book.size <= 256 and lc.nbytes * 4 == model.compact()[1].size * 8
     texts = [r.text for r in ewt_refs["dev"]]
     coded = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
     ptr, lab, val = model.compact()
     pairs = np.empty((lab.shape[0], 2), dtype=np.float32)
     pairs[:, 0], pairs[:, 1] = lab, val
-    model._packed = (tab, pairs, np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32))
+    model._packed = (tab, tab_off, pairs, np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32))
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == coded
 
 
@@ -305,3 +305,22 @@ def test_split_actions_parse_as_well_with_narrower_rows(split_parser, trained_pa
     only_labels = spacy.blank("en").add_pipe("sparse_parser", config={"templates": ["move@S0+tag@S0"]})
     with pytest.raises(ValueError, match="move templates and label templates"):
         only_labels.initialize(lambda: [Example(plain(only_labels, r), r) for r in ewt_refs["train"][:5]])
+
+
+def test_prediction_tables_hold_only_features_with_rows(trained, ewt_refs):
+    """Features still counting toward min-update have table entries but no rows; the packed prediction layout
+    leaves them out (most of a trained parser's entries), and parses as the saved and loaded model does."""
+    nlp, parser = train_parser(trained[0], ewt_refs["train"][:800], min_updates=4)
+    model = parser.sparse
+    tab, tab_off, lv, lc, book = model.packed()
+    n_rows = int(model.n_rows[0])
+    assert int(np.count_nonzero(tab[0::2])) == n_rows
+    assert int(model.tab_count.sum()) > n_rows  # there were waiting features to leave out
+    docs = tagged(trained[0], ewt_refs["dev"][:60], False)
+    heads = [[t.head.i for t in d] for d in parser.pipe([d.copy() for d in docs])]
+    loaded = SparseLinearModel.from_bytes(model.to_bytes())
+    parser.sparse = loaded
+    try:
+        assert [[t.head.i for t in d] for d in parser.pipe([d.copy() for d in docs])] == heads
+    finally:
+        parser.sparse = model

@@ -7,6 +7,8 @@ here in one pass each, not as a chain of numpy temporaries.
 import numpy as np
 from numba import njit
 
+from .hashing import table_put, table_slot
+
 # expand_rows statuses (codec.py turns them into errors)
 ROWS_OK = 0
 ROWS_BAD_LENGTH = 1  # a row is empty or longer than the label set, or lengths and entries disagree
@@ -82,14 +84,17 @@ def scatter_rows(ptr, lab, val, out):
 
 
 @njit(cache=True, nogil=True)
-def span_table(tab, ptr):
-    """A copy of the hash tables whose row values become spans
-    (start << 16 | count) into the compressed rows; waiting features
-    (negative values, min-update) and empty slots stay as they are."""
-    out = tab.copy()
-    for s in range(tab.shape[0] // 2):
-        if tab[2 * s] != 0:
-            v = np.int64(tab[2 * s + 1])
-            if v >= 0:
-                out[2 * s + 1] = np.uint64((ptr[v] << 16) | (ptr[v + 1] - ptr[v]))
-    return out
+def span_tables(tab, tab_off, ptr, new_off, out):
+    """The hash tables of the features that have rows, laid out at the
+    capacities `new_off` in the empty table `out`, each value the span
+    (start << 16 | count) of its row in the compressed rows. Features still
+    waiting for a row (negative values, min-update) are left out: in
+    training they are most of the parser's entries."""
+    for t in range(tab_off.shape[0] - 1):
+        cap = new_off[t + 1] - new_off[t]
+        for s in range(tab_off[t], tab_off[t + 1]):
+            k = tab[2 * s]
+            if k != 0:
+                v = np.int64(tab[2 * s + 1])
+                if v >= 0:
+                    table_put(out, table_slot(out, new_off[t], cap, k), k, np.uint64((ptr[v] << 16) | (ptr[v + 1] - ptr[v])))

@@ -319,13 +319,13 @@ class SparseParser(SparsePipe):
         labels = np.zeros(batch.n_tokens, dtype=np.int64)
         used = np.zeros(batch.n_tokens, dtype=np.int64)
         margin, thr = self._stop_rule(len(model.seeds))
-        ptab, lv, lc, book = model.packed()
+        ptab, ptab_off, lv, lc, book = model.packed()
         W = np.zeros((1, 1), dtype=np.float32)  # rows are read in the packed layout
 
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
             predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
-                          model.template_arrays, self._n_move, self._lab_ok, model.tab_off, ptab,
+                          model.template_arrays, self._n_move, self._lab_ok, ptab_off, ptab,
                           W, lv, lc, book, True, self._kind, self._alab, margin, thr, heads, labels, used)
 
         self._over_segments(batch, parse)
