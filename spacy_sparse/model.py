@@ -20,13 +20,14 @@ has no row yet). Two weight layouts share those row numbers:
 Loading rebuilds the hash tables from the stored keys.
 """
 import threading
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import codec
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
+from .mapped import grow_rows
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
 from .kernels.rows import scatter_rows, span_tables
 from .templates import Template, compile_templates, parse_templates
@@ -135,17 +136,18 @@ class SparseLinearModel:
         rows_needed = int(self.n_rows[0]) + self._rows_made_at_most(n_new * len(self.templates))
         if rows_needed > self.W.shape[0]:
             cap = max(rows_needed, self.W.shape[0] + self.W.shape[0] // 2)
-            self.W = _grow(self.W, cap)
-            self.U = _grow(self.U, cap)
-            self.row_tpl = _grow(self.row_tpl, cap)
-            self.updates = _grow(self.updates, cap)
+            for name in ("W", "U", "row_tpl", "updates"):
+                grow_rows(self, name, cap)
         admm = self.admm
         if admm.pulling and admm.target.shape != self.W.shape:
-            admm.target = _grow(admm.target, self.W.shape[0]) if admm.target.shape[1] == self.W.shape[1] \
-                else np.zeros_like(self.W)
-            admm.stamp = _grow(admm.stamp, self.W.shape[0])
+            if admm.target.shape[1] != self.W.shape[1]:
+                admm.target = np.zeros((0, self.W.shape[1]), dtype=np.float32)
+            grow_rows(admm, "target", self.W.shape[0])
+            grow_rows(admm, "stamp", self.W.shape[0])
         if adagrad and self.G.shape != self.W.shape:
-            self.G = _grow(self.G, self.W.shape[0]) if self.G.shape[1] == self.W.shape[1] else np.zeros_like(self.W)
+            if self.G.shape[1] != self.W.shape[1]:
+                self.G = np.zeros((0, self.W.shape[1]), dtype=np.float32)
+            grow_rows(self, "G", self.W.shape[0])
 
     def _rows_made_at_most(self, n_updates: int) -> int:
         """The most rows n_updates feature updates can make: a feature gets

@@ -192,3 +192,29 @@ def test_an_initialized_untrained_component_round_trips(factory, ewt_refs, tmp_p
     assert pickle.loads(pickle.dumps(nlp)).get_pipe(factory).labels == pipe.labels
     doc = spacy.load(tmp_path / "p")("The ferry left at dawn .")
     assert len(doc) == 6
+
+
+def test_row_arrays_grow_in_place_and_keep_their_rows():
+    """Large training arrays grow inside an anonymous map enlarged in place; a live view of the old array
+    forces a copy instead. Either way the old rows keep their values and the new ones are zero."""
+    from spacy_sparse.mapped import MIN_MAPPED_BYTES, _own_mapping, grow_rows
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.W = np.arange(6 * 4, dtype=np.float32).reshape(6, 4)
+    rows = MIN_MAPPED_BYTES // 16 + 10
+    grow_rows(h, "W", rows)  # a plain array moves into a map
+    mm = _own_mapping(h.W)
+    assert mm is not None and h.W.shape == (rows, 4)
+    assert np.array_equal(h.W[:6].ravel(), np.arange(24)) and not h.W[6:].any()
+    h.W[rows - 1] = 7.0
+    grow_rows(h, "W", 2 * rows)  # no other view: the same map, enlarged
+    assert _own_mapping(h.W) is mm and h.W[rows - 1, 0] == 7.0 and not h.W[rows:].any()
+    view = h.W[:2]
+    grow_rows(h, "W", 3 * rows)  # a view is alive: copied, and the view still reads the old rows
+    assert _own_mapping(h.W) is not mm and h.W[rows - 1, 0] == 7.0 and view[1, 0] == 4.0
+    h.U = np.ones(3, dtype=np.int32)
+    grow_rows(h, "U", 5)  # small arrays stay plain
+    assert _own_mapping(h.U) is None and h.U.tolist() == [1, 1, 1, 0, 0]

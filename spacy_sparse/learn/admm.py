@@ -221,7 +221,7 @@ class DcAdmm:
         self.alpha, self.u = alpha, u
         self.iterations += 1
         self.converged = primal < s.eps_primal and dual < s.eps_dual
-        model.admm.target = np.zeros_like(model.W)
+        model.admm.target = np.zeros(model.W.shape, dtype=np.float32)
         model.admm.target[:n] = u - alpha
         model.admm.fixed = u
         _restart_average(model)
