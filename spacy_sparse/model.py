@@ -395,7 +395,7 @@ class SparseLinearModel:
             with self._lock:
                 compact = self._compact
                 if compact is None:
-                    compact = compress_rows(part for _, part in self._averaged_slices())
+                    compact = compress_rows(lambda: (part for _, part in self._averaged_slices()))
                     self._compact = compact
         return compact
 
@@ -555,17 +555,29 @@ def _codes(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Option
     return (book, codes) if book.size <= limit else (None, None)
 
 
-def compress_rows(parts: Iterable[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dense rows, given as consecutive slices -> (ptr, lab, val): each
-    row's nonzero labels and values (a slice at a time, so np.nonzero's
-    index arrays stay small)."""
-    counts, labs, vals = [np.zeros(1, dtype=np.int64)], [np.zeros(0, dtype=np.int32)], [np.zeros(0, np.float32)]
-    for part in parts:
+def compress_rows(parts: Union[Sequence[np.ndarray], Callable[[], Iterable[np.ndarray]]]
+                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense rows, given as consecutive slices (a sequence, or a function
+    that makes them anew) -> (ptr, lab, val): each row's nonzero labels and
+    values. Two passes, counting and then filling, so no list of pieces and
+    their concatenation are ever held together (for a parser in training,
+    each is over 100 MB); a slice at a time keeps np.nonzero's indices small."""
+    make = parts if callable(parts) else (lambda: parts)
+    counts = [np.count_nonzero(part, axis=1) for part in make()]
+    ptr = np.zeros(sum(c.shape[0] for c in counts) + 1, dtype=np.int64)
+    if counts:
+        np.cumsum(np.concatenate(counts), out=ptr[1:])
+    lab = np.empty(int(ptr[-1]), dtype=np.int32)
+    val = np.empty(int(ptr[-1]), dtype=np.float32)
+    at = 0
+    for part in make():
         rows, labels = np.nonzero(part)
-        counts.append(np.count_nonzero(part, axis=1))
-        labs.append(labels.astype(np.int32))
-        vals.append(part[rows, labels].astype(np.float32))
-    return np.cumsum(np.concatenate(counts)).astype(np.int64), np.concatenate(labs), np.concatenate(vals)
+        lab[at:at + rows.shape[0]] = labels
+        val[at:at + rows.shape[0]] = part[rows, labels]
+        at += rows.shape[0]
+    if at != lab.shape[0]:
+        raise RuntimeError("compress_rows: the slices changed between passes")
+    return ptr, lab, val
 
 
 def _grow(arr: np.ndarray, n: int) -> np.ndarray:
