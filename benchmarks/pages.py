@@ -173,7 +173,8 @@ def page() -> str:
                   "Seconds from a new Python process to one labelled sentence (`import spacy, spacy_sparse`, "
                   "`spacy_sparse.load_default(...)` for the shipped pipelines, `spacy.load` for others, "
                   "`nlp(sentence)`), minus the same for `spacy.blank(\"en\")`, processes taking turns; "
-                  "numba's cache was warm (kernels compiled by an earlier process).", "",
+                  "numba's cache and Python's bytecode cache were warm (written by an earlier process or by "
+                  "pip at install).", "",
                   "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
                   "|---|---|---|---|"]
         for i, row in enumerate(cold[0]["rows"]):
