@@ -99,8 +99,6 @@ class SparsePipe(TrainablePipe):
         # the docs of the last update, held until the next predict: spaCy's
         # annotating pass labels exactly these (see predict)
         self._just_trained: Optional[List[Doc]] = None
-        # how many training steps old the averaged weights of this predict may be
-        self._stale_steps = 0
         self.reset_usage()
 
     # ---- runtime knobs ---------------------------------------------------------
@@ -341,14 +339,12 @@ class SparsePipe(TrainablePipe):
         docs = list(docs)
         held, self._just_trained = self._just_trained, None
         annotating = held is not None and len(docs) > 0 and {id(d) for d in docs} <= {id(d) for d in held}
-        self._stale_steps = ANNOTATE_STALE_STEPS if annotating else 0
-        try:
-            with model.guard.reading():
-                return self._predict(docs, model)
-        finally:
-            self._stale_steps = 0
+        with model.guard.reading():
+            return self._predict(docs, model, ANNOTATE_STALE_STEPS if annotating else 0)
 
-    def _predict(self, docs: List[Doc], model: SparseLinearModel):
+    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
+        """The predictions; the averaged weights may be up to stale_steps
+        updates old (SparseLinearModel.weights)."""
         raise NotImplementedError
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:

@@ -313,7 +313,7 @@ class SparseParser(SparsePipe):
         return batch, np.ascontiguousarray(tags[:, 0]), np.ascontiguousarray(tags[:, 1]), single
 
     # ---- inference -----------------------------------------------------------------
-    def _predict(self, docs: List[Doc], model: SparseLinearModel):
+    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
         batch, tags, poss, single = self._state_inputs(docs)
         heads = np.zeros(batch.n_tokens, dtype=np.int64)
         labels = np.zeros(batch.n_tokens, dtype=np.int64)

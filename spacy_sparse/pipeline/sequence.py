@@ -126,12 +126,12 @@ class SequencePipe(SparsePipe):
         neg_when; no rows: always). The tagger's come with `_gold`."""
         return ALWAYS
 
-    def _predict(self, docs: List[Doc], model: SparseLinearModel):
+    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
         batch = DocBatch(docs, self.lexicon, self.by_sents)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin, thr = self._stop_rule(len(model.seeds))
-        W = model.weights(stale_steps=self._stale_steps)
+        W = model.weights(stale_steps=stale_steps)
         fixed = self._fixed(docs, batch)
         tags = input_tags(docs, model)
         summed = self.summed_words and margin < 0
