@@ -178,14 +178,14 @@ class SparseLinearModel:
         self.W = W
         self.U = np.zeros(W.shape, dtype=np.float32)
         self.steps[0] = 0.0
-        self.row_tpl = _grow(self.row_tpl, cap) if self.row_tpl.shape[0] < cap else self.row_tpl
+        grow_rows(self, "row_tpl", cap)
         # features read from a file passed any min-update threshold when saved
         self.updates = np.full(cap, np.iinfo(np.int32).max // 2, dtype=np.int32)
 
     def tables(self) -> Tuple[np.ndarray, ...]:
         """The feature tables as the training kernels take them."""
         if self.pending.shape[0] <= self.min_updates:
-            self.pending = _grow(self.pending, int(self.min_updates) + 1)
+            grow_rows(self, "pending", int(self.min_updates) + 1)
         return (self.tab, self.tab_off, self.tab_count, self.row_tpl, self.n_rows, self.pending)
 
     def learner_state(self) -> Tuple[np.ndarray, ...]:
@@ -322,10 +322,7 @@ class SparseLinearModel:
                 stale = self._stale
                 if stale is None or self.version - stale[0] > stale_steps or stale[1].shape != self.W.shape:
                     self._stale = stale = None  # freed before its successor is made: one copy at a time
-                    out = np.zeros(self.W.shape, dtype=np.float32)
-                    for i, part in self._averaged_slices():
-                        out[i:i + part.shape[0]] = part
-                    stale = self._stale = (self.version, out)
+                    stale = self._stale = (self.version, self._fill_averages(np.zeros(self.W.shape, np.float32)))
                 return stale[1]
         dense = self._dense
         if dense is None:
@@ -359,7 +356,10 @@ class SparseLinearModel:
             out = np.zeros((n, max(1, self.n_labels)), dtype=np.float32)
             scatter_rows(*self.compact(), out)
             return out
-        out = np.empty((n, max(1, self.n_labels)), dtype=np.float32)
+        return self._fill_averages(np.empty((n, max(1, self.n_labels)), dtype=np.float32))
+
+    def _fill_averages(self, out: np.ndarray) -> np.ndarray:
+        """averaged() written into the first rows of `out`, a slice at a time."""
         for i, part in self._averaged_slices():
             out[i:i + part.shape[0]] = part
         return out
@@ -579,9 +579,3 @@ def compress_rows(parts: Union[Sequence[np.ndarray], Callable[[], Iterable[np.nd
     if at != lab.shape[0]:
         raise RuntimeError("compress_rows: the slices changed between passes")
     return ptr, lab, val
-
-
-def _grow(arr: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros((n,) + arr.shape[1:], dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
