@@ -208,6 +208,28 @@ def annotate(
 
 _WORKER_NLP: Optional[Language] = None  # the pipeline a forked worker inherits
 
+# Characters of text in one worker's unit of work. Units of `batch_size` docs alone
+# can be few and huge (1,000 lines of a corpus of long docs: 8 units for 1M words),
+# and then one worker idles while the other finishes the last of them.
+UNIT_CHARS = 100_000
+
+
+def work_units(records: Iterable[Tuple[str, int]], max_docs: int,
+               max_chars: int) -> Iterator[List[Tuple[str, int]]]:
+    """Consecutive lists of records, each closed once it holds `max_docs`
+    records or `max_chars` characters of text (so a unit holds at least one
+    record, whatever its length)."""
+    unit: List[Tuple[str, int]] = []
+    chars = 0
+    for record in records:
+        unit.append(record)
+        chars += len(record[0])
+        if len(unit) >= max_docs or chars >= max_chars:
+            yield unit
+            unit, chars = [], 0
+    if unit:
+        yield unit
+
 
 def _worker_start() -> None:
     import signal
@@ -232,11 +254,11 @@ def _worker_batch(batch: List[Tuple[str, int]]) -> Tuple[List[str], int]:
 def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], writer: JsonlWriter,
                            batch_size: int, n_process: int, progress: Optional[Callable[[int], None]],
                            stats: Dict[str, int]) -> Dict[str, int]:
-    """JSONL with n_process workers: each takes whole batches through the
-    tokenizer, the pipeline and the JSON writer (the parts that hold the
-    GIL), the parent only reads lines and writes the results in input
-    order, so the output is byte-identical to one process. At most two
-    batches per worker are in flight, so memory stays bounded. Workers are
+    """JSONL with n_process workers: each takes whole units (work_units)
+    through the tokenizer, the pipeline and the JSON writer (the parts that
+    hold the GIL), the parent only reads lines and writes the results in
+    input order, so the output is byte-identical to one process. At most two
+    units per worker are in flight, so memory stays bounded. Workers are
     forked with the loaded pipeline (nothing is pickled or loaded again),
     after the parent has run it once, so they inherit every kernel compiled
     and never start numba's compiler themselves. A worker that dies ends the
@@ -276,16 +298,10 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
 
     pool = ProcessPoolExecutor(n_process, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start)
     try:
-        batch: List[Tuple[str, int]] = []
-        for record in records:
-            batch.append(record)
-            if len(batch) >= batch_size:
-                pending.append(pool.submit(_worker_batch, batch))
-                batch = []
-                while len(pending) >= 2 * n_process:
-                    emit(pending.popleft())
-        if batch:
+        for batch in work_units(records, batch_size, UNIT_CHARS):
             pending.append(pool.submit(_worker_batch, batch))
+            while len(pending) >= 2 * n_process:
+                emit(pending.popleft())
         while pending:
             emit(pending.popleft())
     except BrokenProcessPool:

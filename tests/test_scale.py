@@ -187,6 +187,20 @@ def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
     assert outs[0] == outs[1] and outs[0].count(b"\n") == len(lines) - 1
 
 
+def test_work_units_are_cut_by_docs_or_by_characters(ewt_refs):
+    """The units workers take: at most max_docs records or about max_chars of text each, in input order,
+    every record once (so a few long docs cannot become a few huge units and idle a worker)."""
+    from spacy_sparse.stream import work_units
+
+    records = [(r.text, i) for i, r in enumerate(ewt_refs["dev"], start=1)]
+    units = list(work_units(records, 1000, 5000))
+    assert [rec for unit in units for rec in unit] == records
+    longest = max(len(t) for t, _ in records)
+    assert len(records) < 1000 and len(units) >= sum(len(t) for t, _ in records) // (5000 + longest) > 1
+    assert all(sum(len(t) for t, _ in unit) < 5000 + longest for unit in units)
+    assert all(len(unit) <= 3 for unit in work_units(records, 3, 10**9))
+
+
 def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path):
     """A tag worker killed mid-run (OOM killer, say): the command stops with an error naming the cause, the
     output holds whole lines only, and nothing waits forever for the lost batch."""
