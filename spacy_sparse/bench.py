@@ -15,12 +15,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import spacy
 import srsly
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
+from .kernels.rows import HOT
 from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_margin_decay
@@ -121,16 +123,21 @@ def provenance() -> Dict[str, Any]:
 
 def weight_row_bytes(pipe: SparsePipe) -> float:
     """Bytes of weights one template's row costs a prediction: a dense
-    float32 row of every label (taggers, NER), or the packed nonzeros of an
-    average row (the parser: 8-byte (label, value) pairs, or 2-byte coded
-    entries, SparseLinearModel.packed)."""
+    float32 row of every label (taggers, NER), or for the parser the
+    average row of its packed layout (8-byte (label, value) pairs or 2-byte
+    coded entries, and a dense float32 row for each hot row,
+    SparseLinearModel.packed)."""
     model = pipe.sparse
     if model is None:
         return 0.0
     if getattr(pipe, "template_kind", "sequence") == "state":
-        stats = model.stats()
-        per_weight = 2.0 if model.packed()[3].size else 8.0
-        return per_weight * stats["nonzero_weights"] / max(1, stats["nonzero_features"])
+        tab, _, _, lc, _, _ = model.packed()
+        counts = np.sort(np.diff(model.compact()[0]))
+        if counts.size == 0:
+            return 0.0
+        n_hot = int((tab[1::2][tab[0::2] != 0].astype(np.int64) >= HOT).sum())
+        cold = counts[: counts.size - n_hot].sum() * (2.0 if lc.size else 8.0)
+        return float(cold + n_hot * 4.0 * model.n_labels) / counts.size
     return 4.0 * model.n_labels
 
 

@@ -29,12 +29,16 @@ from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .mapped import grow_rows
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
-from .kernels.rows import scatter_rows, span_tables
+from .kernels.rows import hot_rows, scatter_rows, span_tables
 from .templates import Template, compile_templates, parse_templates
 
 # rows per slice where whole-table temporaries would cost too much memory: a
 # parser slice's float64 temporaries (144 columns) stay under 10 MB each
 _SLICE = 1 << 13
+# packed(): rows with at least this many nonzero weights are read as dense rows, the fullest first, in at
+# most HOT_BYTES (EWT test, parser alone: chosen in CHANGELOG.md)
+HOT_NONZEROS = 24
+HOT_BYTES = 16 << 20
 
 
 class SparseLinearModel:
@@ -82,7 +86,7 @@ class SparseLinearModel:
         # averaged weights: compressed (ptr, lab, val) and dense for prediction
         self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
-        self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
+        self._packed: Optional[Tuple[np.ndarray, ...]] = None
         # (codebook, code per weight) of the compressed weights, as a grouped file gave them
         self._coded: Optional[Tuple[np.ndarray, np.ndarray]] = None
         # (version, averages) that weights(stale_steps) may serve
@@ -400,15 +404,19 @@ class SparseLinearModel:
                     self._compact = compact
         return compact
 
-    def packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The prediction layout for rows with few nonzeros (the parser's):
-        (tab, tab_off, lv, lc, book). `tab` holds the features that have rows
+        (tab, tab_off, lv, lc, book, dense). `tab` holds the features that have rows
         (in tables sized for them, at `tab_off`), each value a span
         start << 16 | count into the nonzero weights of all rows, so a
         feature costs one probe and one read. The weights are
         (label, value) pairs in `lv`; or, when they take at most 256 values
         and there are at most 256 labels (DC-ADMM), 2-byte entries
         label << 8 | code in `lc` with the values in `book`, and `lv` empty.
+        Rows with at least HOT_NONZEROS weights are rows of the dense float32
+        matrix `dense` instead (kernels.rows.HOT): the few features that fire
+        most hold most nonzeros, and a dense add of them is a fraction of the
+        instructions of the scattered one, with the same sums.
         Cached with the averages."""
         packed = self._packed
         if packed is None:
@@ -421,7 +429,8 @@ class SparseLinearModel:
                     tab_off = np.zeros(len(self.templates) + 1, dtype=np.int64)
                     tab_off[1:] = np.cumsum([capacity_for(int(c)) for c in counts])
                     tab = new_table(int(tab_off[-1]))
-                    span_tables(self.tab, self.tab_off, ptr, tab_off, tab)
+                    hot, dense = hot_rows(ptr, lab, val, HOT_NONZEROS, max(1, self.n_labels), HOT_BYTES)
+                    span_tables(self.tab, self.tab_off, ptr, hot, tab_off, tab)
                     book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
                         else _codes(val, 256)
                     if book is not None and self.n_labels <= 256 and val.size:
@@ -432,7 +441,8 @@ class SparseLinearModel:
                         lv = np.empty((lab.shape[0], 2), dtype=np.float32)
                         lv[:, 0] = lab
                         lv[:, 1] = val
-                    packed = self._packed = (tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32))
+                    packed = self._packed = (tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32),
+                                             dense)
         return packed
 
     def finalize_average(self) -> None:

@@ -213,10 +213,11 @@ def test_prediction_layouts_built_on_load_match_the_weights():
         dense = model.averaged()
         rows = np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
         assert np.array_equal(dense[rows, lab], val) and np.count_nonzero(dense) == np.count_nonzero(val)
-        tab, tab_off, lv, lc, book = model.packed()
+        tab, tab_off, lv, lc, book, dense = model.packed()
         assert model._coded is not None and lc.size == val.size  # the file's codes were used
         assert np.array_equal(tab_off, model.tab_off)  # a loaded model's tables hold rows only already
         model._packed, model._coded = None, None
-        tab2, _, lv2, lc2, book2 = model.packed()  # rebuilt from the values alone
-        assert np.array_equal(tab, tab2) and np.array_equal(book[lc & 0xFF], book2[lc2 & 0xFF])
+        tab2, _, lv2, lc2, book2, dense2 = model.packed()  # rebuilt from the values alone
+        assert np.array_equal(tab, tab2) and np.array_equal(dense, dense2)
+        assert np.array_equal(book[lc & 0xFF], book2[lc2 & 0xFF])
         assert np.array_equal(lc >> 8, lc2 >> 8) and np.array_equal(book[lc & 0xFF], val)

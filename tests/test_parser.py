@@ -248,15 +248,48 @@ def test_coded_rows_parse_as_the_weight_pairs_do(ewt_refs):
     nlp = spacy_sparse.load_default()
     parser = nlp.get_pipe("sparse_parser")
     model = parser._require_model()
-    tab, tab_off, lv, lc, book = model.packed()
+    tab, tab_off, lv, lc, book, dense = model.packed()
     assert lc.size > 0 and lv.size == 0 and book.size <= 256 and lc.nbytes * 4 == model.compact()[1].size * 8
     texts = [r.text for r in ewt_refs["dev"]]
     coded = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
     ptr, lab, val = model.compact()
     pairs = np.empty((lab.shape[0], 2), dtype=np.float32)
     pairs[:, 0], pairs[:, 1] = lab, val
-    model._packed = (tab, tab_off, pairs, np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32))
+    model._packed = (tab, tab_off, pairs, np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32), dense)
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == coded
+
+
+def test_hot_rows_parse_as_the_packed_rows_do(ewt_refs, monkeypatch):
+    """The rows with the most nonzeros are read as dense rows (a plain add over the actions instead of a
+    scatter of label/code entries): the parses of EWT dev are exactly those of the packed rows alone, and the
+    dense rows stay within their byte budget, the fullest rows first."""
+    import numpy as np
+
+    import spacy_sparse
+    import spacy_sparse.model as model_module
+    from spacy_sparse.kernels.rows import HOT
+
+    nlp = spacy_sparse.load_default()
+    model = nlp.get_pipe("sparse_parser")._require_model()
+    texts = [r.text for r in ewt_refs["dev"]]
+    tab, _, _, _, _, dense = model.packed()
+    spans = tab[1::2][tab[0::2] != 0].astype(np.int64)
+    n_hot = int((spans >= HOT).sum())
+    assert 1000 < n_hot == dense.shape[0] and dense.nbytes <= model_module.HOT_BYTES
+    ptr = model.compact()[0]
+    counts = np.diff(ptr)
+    assert np.sort(counts)[-n_hot:].min() >= model_module.HOT_NONZEROS  # the fullest rows, none below the floor
+    assert np.count_nonzero(dense) == counts[np.argsort(counts)[-n_hot:]].sum()
+    with_hot = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
+    monkeypatch.setattr(model_module, "HOT_BYTES", 0)
+    model._packed = None
+    assert model.packed()[-1].shape[0] == 1 and not (model.packed()[0][1::2].astype(np.int64) >= HOT).any()
+    assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == with_hot
+    monkeypatch.setattr(model_module, "HOT_BYTES", 200 * model.n_labels * 4)
+    model._packed = None
+    assert model.packed()[-1].shape[0] <= 200
+    assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == with_hot
+    model._packed = None
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +345,7 @@ def test_prediction_tables_hold_only_features_with_rows(trained, ewt_refs):
     leaves them out (most of a trained parser's entries), and parses as the saved and loaded model does."""
     nlp, parser = train_parser(trained[0], ewt_refs["train"][:800], min_updates=4)
     model = parser.sparse
-    tab, tab_off, lv, lc, book = model.packed()
+    tab, tab_off, lv, lc, book, dense = model.packed()
     n_rows = int(model.n_rows[0])
     assert int(np.count_nonzero(tab[0::2])) == n_rows
     assert int(model.tab_count.sum()) > n_rows  # there were waiting features to leave out

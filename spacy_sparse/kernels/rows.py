@@ -83,12 +83,18 @@ def scatter_rows(ptr, lab, val, out):
             out[r, lab[i]] = val[i]
 
 
+# A span table value at or above HOT names a dense row (HOT + its index) instead of a span; spans stay
+# below it (start << 16 with fewer than 2**40 weights).
+HOT = np.int64(1) << np.int64(56)
+
+
 @njit(cache=True, nogil=True)
-def span_tables(tab, tab_off, ptr, new_off, out):
+def span_tables(tab, tab_off, ptr, hot, new_off, out):
     """The hash tables of the features that have rows, laid out at the
     capacities `new_off` in the empty table `out`, each value the span
-    (start << 16 | count) of its row in the compressed rows. Features still
-    waiting for a row (negative values, min-update) are left out: in
+    (start << 16 | count) of its row in the compressed rows, or HOT + i
+    for a row kept dense as row i (hot[row] = i; -1: not dense). Features
+    still waiting for a row (negative values, min-update) are left out: in
     training they are most of the parser's entries."""
     for t in range(tab_off.shape[0] - 1):
         cap = new_off[t + 1] - new_off[t]
@@ -97,4 +103,34 @@ def span_tables(tab, tab_off, ptr, new_off, out):
             if k != 0:
                 v = np.int64(tab[2 * s + 1])
                 if v >= 0:
-                    table_put(out, table_slot(out, new_off[t], cap, k), k, np.uint64((ptr[v] << 16) | (ptr[v + 1] - ptr[v])))
+                    value = HOT + hot[v] if hot[v] >= 0 else (ptr[v] << 16) | (ptr[v + 1] - ptr[v])
+                    table_put(out, table_slot(out, new_off[t], cap, k), k, np.uint64(value))
+
+
+@njit(cache=True, nogil=True)
+def hot_rows(ptr, lab, val, min_nonzeros, n_labels, max_bytes):
+    """The rows with the most nonzero weights, at least `min_nonzeros`, as a
+    dense float32 matrix of at most `max_bytes` (rows with fewer nonzeros go
+    first when the budget is short), and each row's index in it (-1: not
+    there)."""
+    n = ptr.shape[0] - 1
+    per_count = np.zeros(n_labels + 2, dtype=np.int64)
+    for r in range(n):
+        per_count[min(ptr[r + 1] - ptr[r], n_labels + 1)] += 1
+    cut = n_labels + 2
+    kept = 0
+    while cut > max(1, min_nonzeros) and (kept + per_count[cut - 1]) * n_labels * 4 <= max_bytes:
+        cut -= 1
+        kept += per_count[cut]
+    hot = np.full(n, -1, dtype=np.int64)
+    n_hot = 0
+    for r in range(n):
+        if ptr[r + 1] - ptr[r] >= cut:
+            hot[r] = n_hot
+            n_hot += 1
+    dense = np.zeros((max(1, n_hot), n_labels), dtype=np.float32)
+    for r in range(n):
+        if hot[r] >= 0:
+            for i in range(ptr[r], ptr[r + 1]):
+                dense[hot[r], lab[i]] = val[i]
+    return hot, dense

@@ -14,6 +14,7 @@ from numba import njit
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
 from .hashing import table_find, table_put, table_slot
+from .rows import HOT
 
 NEG_INF = np.float32(-3.0e38)
 # prefix_train_step: the loss-augmented argmax must be computed again
@@ -472,7 +473,9 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     for t in range(t0, t1):
         row = ahead[t - t0]
         if packed:
-            if row >= 0:
+            if row >= HOT:
+                add_row(scores, W, row - HOT)
+            elif row >= 0:
                 if lc.shape[0] > 0:
                     add_coded(scores, lc, book, row)
                 else:

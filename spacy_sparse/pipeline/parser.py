@@ -319,8 +319,7 @@ class SparseParser(SparsePipe):
         labels = np.zeros(batch.n_tokens, dtype=np.int64)
         used = np.zeros(batch.n_tokens, dtype=np.int64)
         margin, thr = self._stop_rule(len(model.seeds))
-        ptab, ptab_off, lv, lc, book = model.packed()
-        W = np.zeros((1, 1), dtype=np.float32)  # rows are read in the packed layout
+        ptab, ptab_off, lv, lc, book, W = model.packed()  # W: the rows kept dense
 
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
