@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 import numpy as np
 
 from .kernels.hashing import fold_keys
-from .kernels.rows import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK, expand_rows
+from .kernels.rows import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK, expand_rows, gather_rows
 
 if TYPE_CHECKING:
     from .model import SparseLinearModel
@@ -67,9 +67,8 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     keep = np.flatnonzero(row_len > 0)
     keep = keep[np.lexsort((keys_of_row[keep], model.row_tpl[keep]))]
     row_len = row_len[keep]
-    take = _gather_ranges(ptr[keep], row_len)
+    labels, values = gather_rows(ptr, keep, lab, val)
     counts = np.bincount(model.row_tpl[keep], minlength=len(model.templates)).astype(np.int64)
-    values = val[take].astype(np.float32)
     codebook = np.unique(values)
     if grouped is None:
         grouped = codebook.size <= MAX_CODEBOOK
@@ -100,11 +99,10 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     if not grouped:
         label_dtype = np.uint8 if model.n_labels <= 256 else np.uint16
         out.update(weights="float", row_length=row_len.astype(_len_dtype(model.n_labels)),
-                   row_label=lab[take].astype(label_dtype), row_value=values)
+                   row_label=labels.astype(label_dtype), row_value=values)
         return out
     n_codes = max(1, codebook.size)
-    labels = lab[take].astype(np.int64)
-    steps = _steps_within(labels, row_len.astype(np.int64)).astype(np.int64)
+    steps = _steps_within(labels.astype(np.int64), row_len.astype(np.int64)).astype(np.int64)
     if _names_a_label_twice(steps, row_len):
         raise ValueError("A row names one label twice")  # compact() never makes such rows
     entries = steps * n_codes + np.searchsorted(codebook, values)
@@ -351,10 +349,9 @@ def _fold_legacy(keys, tpl, ptr, lab, val):
         return keys, tpl, ptr, lab, val
     keep = np.sort(first)
     row_len = np.diff(ptr)[keep]
-    take = _gather_ranges(ptr[keep], row_len)
     new_ptr = np.zeros(keep.size + 1, dtype=np.int64)
     np.cumsum(row_len, out=new_ptr[1:])
-    return keys[keep], tpl[keep], new_ptr, lab[take], val[take]
+    return (keys[keep], tpl[keep], new_ptr) + gather_rows(ptr, keep, lab, val)
 
 
 def _zipped(arr: np.ndarray, planes: bool = True) -> Dict[str, Any]:

@@ -36,7 +36,7 @@ from .templates import Template, compile_templates, parse_templates
 # parser slice's float64 temporaries (144 columns) stay under 10 MB each
 _SLICE = 1 << 13
 # packed(): rows with at least this many nonzero weights are read as dense rows, the fullest first, in at
-# most HOT_BYTES (EWT test, parser alone: chosen in CHANGELOG.md)
+# most HOT_BYTES (chosen on EWT dev, parser alone: CHANGELOG.md)
 HOT_NONZEROS = 24
 HOT_BYTES = 16 << 20
 
@@ -400,6 +400,8 @@ class SparseLinearModel:
             with self._lock:
                 compact = self._compact
                 if compact is None:
+                    if self.W is not None:
+                        self._stale = None  # saving in training: hold the averages once, not twice
                     compact = compress_rows(lambda: (part for _, part in self._averaged_slices()))
                     self._compact = compact
         return compact
@@ -443,6 +445,8 @@ class SparseLinearModel:
                         lv[:, 1] = val
                     packed = self._packed = (tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32),
                                              dense)
+                    if self.W is not None:
+                        self._compact = None  # training's evaluation: the training rows can make it again
         return packed
 
     def finalize_average(self) -> None:

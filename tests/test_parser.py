@@ -292,6 +292,33 @@ def test_hot_rows_parse_as_the_packed_rows_do(ewt_refs, monkeypatch):
     model._packed = None
 
 
+def test_float_rows_parse_as_dense_rows_do(trained_parser, trained, ewt_refs, monkeypatch):
+    """A float parser's packed layout ((label, value) pairs) parses EWT dev exactly as every row read dense
+    does."""
+    import spacy_sparse.model as model_module
+
+    _, parser = trained_parser
+    model = parser.sparse
+    docs = tagged(trained[0], ewt_refs["dev"][:150], False)
+
+    def parses(hot_nonzeros: int, hot_bytes: int):
+        monkeypatch.setattr(model_module, "HOT_NONZEROS", hot_nonzeros)
+        monkeypatch.setattr(model_module, "HOT_BYTES", hot_bytes)
+        model._packed = None
+        _, _, lv, lc, _, dense = model.packed()
+        layout = (lv.shape[0], lc.size, dense.shape[0])
+        return layout, [[(t.head.i, t.dep_) for t in d] for d in parser.pipe([d.copy() for d in docs])]
+
+    try:
+        (n_pairs, n_codes, n_dense), sparse = parses(1, 0)
+        assert n_pairs > 0 and n_codes == 0 and n_dense == 1  # float values, no dense rows
+        (_, _, n_dense), dense = parses(1, 1 << 40)
+        assert n_dense == int(model.n_rows[0])  # every row with a weight is dense
+        assert dense == sparse
+    finally:
+        model._packed = None
+
+
 @pytest.fixture(scope="module")
 def split_parser(trained, ewt_refs):
     """The trained_parser recipe with split actions (move, then label)."""
@@ -345,7 +372,7 @@ def test_prediction_tables_hold_only_features_with_rows(trained, ewt_refs):
     leaves them out (most of a trained parser's entries), and parses as the saved and loaded model does."""
     nlp, parser = train_parser(trained[0], ewt_refs["train"][:800], min_updates=4)
     model = parser.sparse
-    tab, tab_off, lv, lc, book, dense = model.packed()
+    tab = model.packed()[0]
     n_rows = int(model.n_rows[0])
     assert int(np.count_nonzero(tab[0::2])) == n_rows
     assert int(model.tab_count.sum()) > n_rows  # there were waiting features to leave out
