@@ -67,13 +67,18 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     keep = np.flatnonzero(row_len > 0)
     keep = keep[np.lexsort((keys_of_row[keep], model.row_tpl[keep]))]
     row_len = row_len[keep]
-    labels, values = gather_rows(ptr, keep, lab, val)
+    total = int(row_len.sum())
+    labels = np.empty(total, dtype=np.uint8 if model.n_labels <= 256 else np.uint16)
+    values = np.empty(total, dtype=np.float32)
+    gather_rows(ptr, keep, lab, val, labels, values)
+    del ptr, lab, val
+    model.forget_compact()  # in training: the rest of saving holds the weights once
     counts = np.bincount(model.row_tpl[keep], minlength=len(model.templates)).astype(np.int64)
-    codebook = np.unique(values)
+    codebook = _codebook(values, MAX_CODEBOOK)
     if grouped is None:
-        grouped = codebook.size <= MAX_CODEBOOK
-    elif grouped and codebook.size > MAX_CODEBOOK:
-        raise ValueError(f"{codebook.size} distinct weights: a grouped file holds at most {MAX_CODEBOOK}")
+        grouped = codebook is not None
+    elif grouped and codebook is None:
+        raise ValueError(f"more than {MAX_CODEBOOK} distinct weights: a grouped file holds at most {MAX_CODEBOOK}")
     templates = model.template_names
     if grouped and counts.any():
         # templates left without features go; a model with no features yet
@@ -97,9 +102,8 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
                                 planes=False),
     }
     if not grouped:
-        label_dtype = np.uint8 if model.n_labels <= 256 else np.uint16
         out.update(weights="float", row_length=row_len.astype(_len_dtype(model.n_labels)),
-                   row_label=labels.astype(label_dtype), row_value=values)
+                   row_label=labels, row_value=values)
         return out
     n_codes = max(1, codebook.size)
     steps = _steps_within(labels.astype(np.int64), row_len.astype(np.int64)).astype(np.int64)
@@ -165,7 +169,12 @@ def seal(msg: Dict[str, Any]) -> bytes:
     """The file: the encoded model as msgpack bytes inside an envelope with
     its CRC-32, so a flipped bit or a cut anywhere is found before the
     payload is used."""
-    payload = dumps(msg)
+    return seal_payload(dumps(msg))
+
+
+def seal_payload(payload: bytes) -> bytes:
+    """seal() for a model already turned into msgpack bytes (the caller
+    can let the encoded arrays go before the envelope is made)."""
     return dumps({"format": FORMAT_NAME, "crc32": zlib.crc32(payload), "payload": payload})
 
 
@@ -236,6 +245,16 @@ def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int, limit: Optional[in
     if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.dtype not in [np.dtype(d) for d in dtypes]:
         raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
     return arr
+
+def _codebook(values: np.ndarray, limit: int) -> Optional[np.ndarray]:
+    """The distinct values, sorted, or None when there are more than
+    `limit`. A sample decides first, so float weights (millions of
+    distinct values) cost no full sort and no copy of them."""
+    if np.unique(values[:: max(1, values.size // 65536)]).size > limit:
+        return None
+    book = np.unique(values)
+    return book if book.size <= limit else None
+
 
 def _len_dtype(n_labels: int):
     return np.uint8 if n_labels < 256 else np.uint16
@@ -351,7 +370,9 @@ def _fold_legacy(keys, tpl, ptr, lab, val):
     row_len = np.diff(ptr)[keep]
     new_ptr = np.zeros(keep.size + 1, dtype=np.int64)
     np.cumsum(row_len, out=new_ptr[1:])
-    return (keys[keep], tpl[keep], new_ptr) + gather_rows(ptr, keep, lab, val)
+    labels, values = np.empty(int(new_ptr[-1]), dtype=np.int32), np.empty(int(new_ptr[-1]), dtype=np.float32)
+    gather_rows(ptr, keep, lab, val, labels, values)
+    return keys[keep], tpl[keep], new_ptr, labels, values
 
 
 def _zipped(arr: np.ndarray, planes: bool = True) -> Dict[str, Any]:

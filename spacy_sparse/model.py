@@ -445,9 +445,17 @@ class SparseLinearModel:
                         lv[:, 1] = val
                     packed = self._packed = (tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32),
                                              dense)
-                    if self.W is not None:
-                        self._compact = None  # training's evaluation: the training rows can make it again
+                    self.forget_compact()
         return packed
+
+    def forget_compact(self) -> None:
+        """In training, drop the cached compressed rows once their user has
+        what it needs from them (the packed layout, a saved file): they are
+        made again from the training rows when needed, so evaluating and
+        saving hold the weights once, not twice. A loaded model keeps them
+        (they are its only copy)."""
+        if self.W is not None:
+            self._compact = None
 
     def finalize_average(self) -> None:
         """Make the averaged weights the current weights (ends averaging)."""
@@ -542,7 +550,8 @@ class SparseLinearModel:
 
     def to_bytes(self) -> bytes:
         """The model file (codec.seal: the encoded model with its checksum)."""
-        return codec.seal(self.to_dict())
+        payload = codec.dumps(self.to_dict())  # the encoded arrays go before the envelope is made
+        return codec.seal_payload(payload)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "SparseLinearModel":

@@ -137,19 +137,15 @@ def hot_rows(ptr, lab, val, min_nonzeros, n_labels, max_bytes):
 
 
 @njit(cache=True, nogil=True)
-def gather_rows(ptr, rows, lab, val):
-    """(labels, values) of the rows `rows`, in that order, concatenated:
-    what saving writes, without an index array per weight (a float parser's
-    5.8M weights made three int64 temporaries of 46 MB each)."""
-    total = 0
-    for r in rows:
-        total += ptr[r + 1] - ptr[r]
-    lab_out = np.empty(total, dtype=np.int32)
-    val_out = np.empty(total, dtype=np.float32)
+def gather_rows(ptr, rows, lab, val, lab_out, val_out):
+    """The labels and values of the rows `rows`, in that order,
+    concatenated into lab_out and val_out (sized for them, the labels in
+    the narrowest type that holds them): what saving writes, without an
+    index array per weight (a float parser's 5.8M weights made three int64
+    temporaries of 46 MB each)."""
     k = 0
     for r in rows:
         for j in range(ptr[r], ptr[r + 1]):
             lab_out[k] = lab[j]
             val_out[k] = val[j]
             k += 1
-    return lab_out, val_out
