@@ -74,7 +74,7 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     del ptr, lab, val
     model.forget_compact()  # in training: the rest of saving holds the weights once
     counts = np.bincount(model.row_tpl[keep], minlength=len(model.templates)).astype(np.int64)
-    codebook = _codebook(values, MAX_CODEBOOK)
+    codebook, codes = codes_of(values, MAX_CODEBOOK)
     if grouped is None:
         grouped = codebook is not None
     elif grouped and codebook is None:
@@ -109,7 +109,7 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     steps = _steps_within(labels.astype(np.int64), row_len.astype(np.int64)).astype(np.int64)
     if _names_a_label_twice(steps, row_len):
         raise ValueError("A row names one label twice")  # compact() never makes such rows
-    entries = steps * n_codes + np.searchsorted(codebook, values)
+    entries = steps * n_codes + codes
     out.update(weights="grouped", codebook=codebook)
     # codes are few and skewed: zlib (stdlib, data only) stores them in
     # about a third of their bytes
@@ -246,14 +246,21 @@ def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int, limit: Optional[in
         raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
     return arr
 
-def _codebook(values: np.ndarray, limit: int) -> Optional[np.ndarray]:
-    """The distinct values, sorted, or None when there are more than
-    `limit`. A sample decides first, so float weights (millions of
-    distinct values) cost no full sort and no copy of them."""
-    if np.unique(values[:: max(1, values.size // 65536)]).size > limit:
-        return None
-    book = np.unique(values)
-    return book if book.size <= limit else None
+
+def codes_of(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """(book, codes): the distinct values, sorted, and each value's index
+    in them, when `values` take at most `limit` distinct values; else
+    (None, None). The book is guessed from a sample and checked, so float
+    weights (millions of distinct values) cost no full sort, and a coded
+    model (a few values) none either."""
+    book = np.unique(values[:: max(1, values.size // 65536)])
+    if book.size > limit:  # the sample alone has too many: so has the whole
+        return None, None
+    codes = np.searchsorted(book, values).clip(0, max(0, book.size - 1))
+    if np.array_equal(book[codes], values):
+        return book, codes
+    book, codes = np.unique(values, return_inverse=True)
+    return (book, codes) if book.size <= limit else (None, None)
 
 
 def _len_dtype(n_labels: int):

@@ -434,7 +434,7 @@ class SparseLinearModel:
                     hot, dense = hot_rows(ptr, lab, val, HOT_NONZEROS, max(1, self.n_labels), HOT_BYTES)
                     span_tables(self.tab, self.tab_off, ptr, hot, tab_off, tab)
                     book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
-                        else _codes(val, 256)
+                        else codec.codes_of(val, 256)
                     if book is not None and self.n_labels <= 256 and val.size:
                         lc = (lab.astype(np.uint16) << 8) | codes.astype(np.uint16)
                         lv = np.zeros((0, 2), dtype=np.float32)
@@ -560,23 +560,6 @@ class SparseLinearModel:
 
 def _empty_compact(n_rows: int):
     return (np.zeros(n_rows + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
-
-
-def _codes(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
-    """(book, codes) with book[codes] == values, when `values` take at most
-    `limit` distinct values; else (None, None). The book is guessed from a
-    sample and checked, so a coded model (a few values) costs no full sort
-    on the first prediction after a load."""
-    if values.size == 0:
-        return None, None
-    book = np.unique(values[:: max(1, values.size // 65536)])
-    if book.size > limit:  # the sample alone has too many: so has the whole
-        return None, None
-    codes = np.searchsorted(book, values).clip(0, book.size - 1)
-    if np.array_equal(book[codes], values):
-        return book, codes
-    book, codes = np.unique(values, return_inverse=True)
-    return (book, codes) if book.size <= limit else (None, None)
 
 
 def compress_rows(parts: Union[Sequence[np.ndarray], Callable[[], Iterable[np.ndarray]]]

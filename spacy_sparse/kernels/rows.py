@@ -110,9 +110,9 @@ def span_tables(tab, tab_off, ptr, hot, new_off, out):
 @njit(cache=True, nogil=True)
 def hot_rows(ptr, lab, val, min_nonzeros, n_labels, max_bytes):
     """The rows with the most nonzero weights, at least `min_nonzeros`, as a
-    dense float32 matrix of at most `max_bytes` (rows with fewer nonzeros go
-    first when the budget is short), and each row's index in it (-1: not
-    there)."""
+    dense float32 matrix of at most `max_bytes` (when the budget is short,
+    the rows with fewer nonzeros are the ones left out), and each row's
+    index in it (-1: not there)."""
     n = ptr.shape[0] - 1
     per_count = np.zeros(n_labels + 2, dtype=np.int64)
     for r in range(n):
