@@ -35,6 +35,30 @@ def test_bad_thread_counts_fail_clearly(value):
         spacy.blank("en").add_pipe("sparse_tagger", config={"n_threads": value})
 
 
+def test_json_lines_are_the_dicts_serialized(ewt_refs, trained_ner):
+    """tag's fast writer gives the bytes of json.dumps over doc_to_json: the
+    shipped pipeline on EWT dev text, entities, and odd texts."""
+    from spacy.tokens import Span
+
+    import spacy_sparse
+    from spacy_sparse.stream import doc_to_json, json_line
+
+    nlp = spacy_sparse.load_default()
+    odd = ["", "   ", "a  \n\t b", 'quote " back \\ ctrl \x01 \u2028 caf\u00e9 \u65e5\u672c', "x" * 30]
+    docs = list(nlp.pipe([d.text for d in ewt_refs["dev"][:20]] + odd))
+    docs += list(spacy_sparse.load_default("tagger").pipe(odd + [ewt_refs["dev"][0].text]))
+    docs.append(nlp.make_doc("No annotation at all ."))
+    ner_nlp, _ = trained_ner
+    docs += list(ner_nlp.pipe(["Angela Merkel met Boris Johnson in London on Tuesday .", ""]))
+    doc = nlp.make_doc("Acme hired Dana Reyes in Oslo")
+    doc.ents = [Span(doc, 0, 1, "ORG"), Span(doc, 2, 4, "PERSON"), Span(doc, 5, 6, "GPE")]
+    docs.append(doc)
+    assert any(d.ents for d in docs) and any(d.has_annotation("DEP") for d in docs)
+    for i, doc in enumerate(docs):
+        for line in (i + 1, None):
+            assert json_line(doc, line) == json.dumps(doc_to_json(doc, line), ensure_ascii=False) + "\n"
+
+
 def run_tag(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", *args],
                           cwd=ROOT, input=stdin, capture_output=True)
