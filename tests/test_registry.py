@@ -39,3 +39,17 @@ def test_default_config_resolves():
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger")
     assert nlp.config["components"]["sparse_tagger"]["templates"]["@misc"] == "spacy_sparse.tagger_templates.v1"
+
+
+def test_spacy_blank_does_not_import_the_kernels():
+    """spaCy imports every installed plugin's factories when it makes any
+    pipeline: a process that never uses a sparse component must not pay for
+    numba and the model (about 0.2 s), and one that does still gets them."""
+    import subprocess
+
+    code = ("import sys, spacy; nlp = spacy.blank('en'); "
+            "heavy = [m for m in ('numba', 'spacy_sparse.model', 'spacy_sparse.kernels') if m in sys.modules]; "
+            "assert not heavy, heavy; assert 'spacy_sparse.factories' in sys.modules; "
+            "nlp.add_pipe('sparse_tagger'); assert 'numba' in sys.modules")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

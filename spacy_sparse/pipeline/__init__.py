@@ -1,8 +1,20 @@
-"""spaCy components backed by sparse linear models."""
-from .ner import SparseNER, make_sparse_ner
-from .parser import SparseParser, make_sparse_parser
-from .senter import SparseSenter, make_sparse_senter
-from .tagger import SparseTagger, make_sparse_tagger
+"""spaCy components backed by sparse linear models.
 
-__all__ = ["SparseNER", "SparseParser", "SparseSenter", "SparseTagger", "make_sparse_ner", "make_sparse_parser",
-           "make_sparse_senter", "make_sparse_tagger"]
+The classes are imported on first use: `spacy_sparse.factories` imports
+`pipeline.settings`, and with it this package, whenever spaCy makes any
+pipeline, so importing the package must not import numba's kernels.
+"""
+import importlib
+from typing import Any
+
+_CLASSES = {"SparseNER": "ner", "SparseParser": "parser", "SparseSenter": "senter", "SparseTagger": "tagger"}
+
+__all__ = list(_CLASSES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _CLASSES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_CLASSES[name]}", __name__), name)
+    globals()[name] = value
+    return value

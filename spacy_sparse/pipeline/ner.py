@@ -11,7 +11,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 import numpy as np
 from spacy.attrs import ENT_IOB, ENT_TYPE
-from spacy.language import Language
 from spacy.scorer import get_ner_prf
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -19,50 +18,9 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from .batching import DocBatch
-from .settings import COMMON_DEFAULTS
 from .sequence import ALWAYS, SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
-
-DEFAULT_NER_CONFIG = {
-    "templates": {"@misc": "spacy_sparse.ner_templates.v1"},
-    **COMMON_DEFAULTS,
-    "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
-    "incorrect_spans_key": None,
-}
-
-
-@Language.factory(
-    "sparse_ner",
-    assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
-    default_config=DEFAULT_NER_CONFIG,
-    default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
-)
-def make_sparse_ner(
-    nlp: Language,
-    name: str,
-    templates: List[str],
-    margin: Optional[float],
-    margin_decay: float,
-    train_margin: float,
-    mode: str,
-    learner: str,
-    learn_rate: float,
-    min_updates: int,
-    min_count: int,
-    n_threads: int,
-    scorer: Optional[Callable],
-    incorrect_spans_key: Optional[str] = None,
-) -> "SparseNER":
-    """Create a sparse entity recognizer. The settings mean what they mean for
-    `sparse_tagger` (see its factory); `incorrect_spans_key`, as in spaCy's
-    NER, names a span group of the reference docs whose spans are known not
-    to be entities of their label."""
-    return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
-                     train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                     min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
-                     incorrect_spans_key=incorrect_spans_key)
-
 
 def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
     """Entity precision, recall and F1, overall and per type."""

@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import DEP, HEAD, POS, SENT_START, TAG
-from spacy.language import Language
 from spacy.pipeline._parser_internals import nonproj
 from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
@@ -31,77 +30,10 @@ from ..checks import check_number
 from ..lexicon import ambiguity_classes
 from .base import SparsePipe
 from .batching import DocBatch
-from .settings import COMMON_DEFAULTS
-
-DEFAULT_PARSER_CONFIG = {
-    "templates": {"@misc": "spacy_sparse.parser_templates.v1"},
-    **COMMON_DEFAULTS,
-    "explore": 0.9,
-    "explore_after": 100_000,
-    "min_lifted": 10,
-    "whole_docs": 0.5,
-    "stray": 0.0,
-    "scorer": {"@scorers": "spacy.parser_scorer.v1"},
-}
 
 KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
 # the move columns of split actions, in kind order
 MOVES = ["MOVE-SHIFT", "MOVE-LEFT", "MOVE-RIGHT", "MOVE-ROOT"]
-
-
-@Language.factory(
-    "sparse_parser",
-    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
-    default_config=DEFAULT_PARSER_CONFIG,
-    default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None, "sents_p": None,
-                           "sents_r": None, "sents_f": 0.0},
-)
-def make_sparse_parser(
-    nlp: Language,
-    name: str,
-    templates: List[str],
-    margin: Optional[float],
-    margin_decay: float,
-    train_margin: float,
-    mode: str,
-    learner: str,
-    learn_rate: float,
-    min_updates: int,
-    min_count: int,
-    n_threads: int,
-    explore: float,
-    explore_after: int,
-    min_lifted: int,
-    whole_docs: float,
-    stray: float,
-    scorer: Optional[Callable],
-) -> "SparseParser":
-    """Create a sparse dependency parser.
-
-    templates (List[str]): parser templates (slots such as S0, B0, S0L) in
-        the order they are scored.
-    margin, margin_decay, train_margin, mode, learner, learn_rate, min_updates, n_threads:
-        as for sparse_tagger.
-    explore (float): probability of following the model's own wrong action
-        in training (error exploration with the dynamic oracle); 0 trains on
-        oracle paths only.
-    explore_after (int): training words seen before exploring starts.
-    min_lifted (int): a lifted label ("dep||head-dep") seen fewer times in
-        the training data is learned as its plain label.
-    stray (float): once exploring, the probability of following a costly
-        action although the model chose an optimal one, so that training
-        also sees states after mistakes when the model rarely makes them.
-    whole_docs (float): share of training docs with gold sentences that are
-        parsed whole anyway, so the parser learns both to parse given
-        sentences and to find sentence boundaries in raw text.
-    scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
-    """
-    return SparseParser(
-        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
-        mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
-        n_threads=n_threads, explore=explore, explore_after=explore_after, min_lifted=min_lifted,
-        whole_docs=whole_docs, stray=stray, scorer=scorer,
-    )
 
 
 def action_names(deps: Sequence[str], root_deps: Sequence[str]) -> List[str]:

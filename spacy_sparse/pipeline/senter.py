@@ -7,57 +7,20 @@ the boundaries it is deciding), and sentence starts already on a doc (set by
 the user or an earlier component) are kept as fixed labels, as spaCy's own
 `senter` keeps them. Components after it label each sentence on its own.
 """
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 from spacy.attrs import SENT_START
-from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.vocab import Vocab
 
 from .batching import DocBatch
 from .sequence import NO_FIXED, SequencePipe
-from .settings import COMMON_DEFAULTS
 
 # label indices, in the sorted order spaCy's senter uses too
 LABELS = ("I", "S")
 INSIDE, START = 0, 1
-
-DEFAULT_SENTER_CONFIG = {
-    "templates": {"@misc": "spacy_sparse.senter_templates.v1"},
-    **COMMON_DEFAULTS,
-    "scorer": {"@scorers": "spacy.senter_scorer.v1"},
-}
-
-
-@Language.factory(
-    "sparse_senter",
-    assigns=["token.is_sent_start"],
-    default_config=DEFAULT_SENTER_CONFIG,
-    default_score_weights={"sents_f": 1.0, "sents_p": 0.0, "sents_r": 0.0},
-)
-def make_sparse_senter(
-    nlp: Language,
-    name: str,
-    templates: List[str],
-    margin: Optional[float],
-    margin_decay: float,
-    train_margin: float,
-    mode: str,
-    learner: str,
-    learn_rate: float,
-    min_updates: int,
-    min_count: int,
-    n_threads: int,
-    scorer: Optional[Callable],
-) -> "SparseSenter":
-    """Create a sparse sentence segmenter. The settings mean what they mean
-    for `sparse_tagger` (see its factory)."""
-    return SparseSenter(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
-                        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer)
-
 
 class SparseSenter(SequencePipe):
     """Sets token.is_sent_start greedily from left to right."""

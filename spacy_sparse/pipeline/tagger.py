@@ -4,7 +4,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import numpy as np
 from spacy.attrs import POS, TAG
-from spacy.language import Language
 from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.scorer import Scorer
 from spacy.strings import get_string_id
@@ -13,78 +12,10 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .settings import COMMON_DEFAULTS
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
 NEG_PREFIX = "!"  # a gold tag "!NN": anything but NN (spaCy's tagger: neg_prefix)
-
-DEFAULT_TAGGER_CONFIG = {
-    "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
-    "annotate": "tag",
-    **COMMON_DEFAULTS,
-    "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
-}
-
-
-@Language.factory(
-    "sparse_tagger",
-    assigns=["token.tag", "token.pos"],
-    default_config=DEFAULT_TAGGER_CONFIG,
-    default_score_weights={"tag_acc": 1.0, "pos_acc": None},
-)
-def make_sparse_tagger(
-    nlp: Language,
-    name: str,
-    templates: List[str],
-    annotate: str,
-    margin: Optional[float],
-    margin_decay: float,
-    train_margin: float,
-    mode: str,
-    learner: str,
-    learn_rate: float,
-    min_updates: int,
-    min_count: int,
-    n_threads: int,
-    scorer: Optional[Callable],
-) -> "SparseTagger":
-    """Create a sparse tagger.
-
-    templates (List[str]): feature templates in the order they are scored.
-    annotate (str): "tag" writes token.tag_ (fine tags such as PTB), "pos"
-        writes token.pos_ (Universal POS tags only).
-    margin (Optional[float]): runtime stop margin of dynamic feature selection;
-        None scores every template.
-    margin_decay (float): with a margin, the lead that stops a token after
-        its t-th template is margin * margin_decay**(t - 1); 1.0 keeps one
-        margin throughout (the paper), below 1 the hardest words stop
-        sooner (docs/how-it-works.md).
-    train_margin (float): the margin m of the prefix-hinge objective.
-    mode (str): "prefix" trains every template prefix as a hinge-loss
-        classifier on every token; "dynamic" is Strubell et al. (2015) §4.4
-        as written (prefixes only up to the one where gold first leads by the
-        margin); "full" is the classic averaged perceptron on all templates,
-        the baseline (docs/how-it-works.md).
-    learner (str): "adagrad" (per-weight step sizes, as Strubell et al.) or
-        "perceptron" (unit steps); both keep averaged weights for prediction.
-    learn_rate (float): AdaGrad's base step size (the margin's unit).
-    min_updates (int): min-update pruning (Goldberg & Elhadad): a feature
-        counts in scores, and is saved, only once it took part in this many
-        updates (1: every feature).
-    min_count (int): rare-feature pruning, min-update's baseline: only
-        features seen this often in the gold decisions of the training
-        data are ever learned (1: every feature).
-    n_threads (int): threads that label one batch together (the kernels
-        release the GIL); results are the same for any number.
-    scorer (Optional[Callable]): the scoring method.
-    """
-    return SparseTagger(
-        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin, margin_decay=margin_decay,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
-    )
-
 
 def tagger_score(examples: Iterable[Example], *, annotate: str = "tag", **kwargs: Any) -> Dict[str, Any]:
     """Token accuracy of the attribute the tagger writes (tag_acc or pos_acc)."""

@@ -1,0 +1,231 @@
+"""The spaCy factories of the four components, declared without importing them.
+
+spaCy imports every installed plugin's factories whenever it makes a pipeline (`spacy.blank` included), so
+this module stays light: each factory imports its component, and with it the model and numba's kernels, when
+a component is made. A spaCy process that never uses a sparse component does not pay for them.
+"""
+from typing import TYPE_CHECKING, Callable, List, Optional
+
+from spacy.language import Language
+
+from .pipeline.settings import COMMON_DEFAULTS
+
+if TYPE_CHECKING:
+    from .pipeline import SparseNER, SparseParser, SparseSenter, SparseTagger
+
+
+DEFAULT_TAGGER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
+    "annotate": "tag",
+    **COMMON_DEFAULTS,
+    "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_tagger",
+    assigns=["token.tag", "token.pos"],
+    default_config=DEFAULT_TAGGER_CONFIG,
+    default_score_weights={"tag_acc": 1.0, "pos_acc": None},
+)
+def make_sparse_tagger(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    annotate: str,
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    n_threads: int,
+    scorer: Optional[Callable],
+) -> "SparseTagger":
+    """Create a sparse tagger.
+
+    templates (List[str]): feature templates in the order they are scored.
+    annotate (str): "tag" writes token.tag_ (fine tags such as PTB), "pos"
+        writes token.pos_ (Universal POS tags only).
+    margin (Optional[float]): runtime stop margin of dynamic feature selection;
+        None scores every template.
+    margin_decay (float): with a margin, the lead that stops a token after
+        its t-th template is margin * margin_decay**(t - 1); 1.0 keeps one
+        margin throughout (the paper), below 1 the hardest words stop
+        sooner (docs/how-it-works.md).
+    train_margin (float): the margin m of the prefix-hinge objective.
+    mode (str): "prefix" trains every template prefix as a hinge-loss
+        classifier on every token; "dynamic" is Strubell et al. (2015) §4.4
+        as written (prefixes only up to the one where gold first leads by the
+        margin); "full" is the classic averaged perceptron on all templates,
+        the baseline (docs/how-it-works.md).
+    learner (str): "adagrad" (per-weight step sizes, as Strubell et al.) or
+        "perceptron" (unit steps); both keep averaged weights for prediction.
+    learn_rate (float): AdaGrad's base step size (the margin's unit).
+    min_updates (int): min-update pruning (Goldberg & Elhadad): a feature
+        counts in scores, and is saved, only once it took part in this many
+        updates (1: every feature).
+    min_count (int): rare-feature pruning, min-update's baseline: only
+        features seen this often in the gold decisions of the training
+        data are ever learned (1: every feature).
+    n_threads (int): threads that label one batch together (the kernels
+        release the GIL); results are the same for any number.
+    scorer (Optional[Callable]): the scoring method.
+    """
+    from .pipeline.tagger import SparseTagger
+
+    return SparseTagger(
+        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin, margin_decay=margin_decay,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
+    )
+
+
+DEFAULT_NER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.ner_templates.v1"},
+    **COMMON_DEFAULTS,
+    "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
+    "incorrect_spans_key": None,
+}
+
+
+@Language.factory(
+    "sparse_ner",
+    assigns=["doc.ents", "token.ent_iob", "token.ent_type"],
+    default_config=DEFAULT_NER_CONFIG,
+    default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
+)
+def make_sparse_ner(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    n_threads: int,
+    scorer: Optional[Callable],
+    incorrect_spans_key: Optional[str] = None,
+) -> "SparseNER":
+    """Create a sparse entity recognizer. The settings mean what they mean for
+    `sparse_tagger` (see its factory); `incorrect_spans_key`, as in spaCy's
+    NER, names a span group of the reference docs whose spans are known not
+    to be entities of their label."""
+    from .pipeline.ner import SparseNER
+
+    return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
+                     train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+                     min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
+                     incorrect_spans_key=incorrect_spans_key)
+
+
+DEFAULT_SENTER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.senter_templates.v1"},
+    **COMMON_DEFAULTS,
+    "scorer": {"@scorers": "spacy.senter_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_senter",
+    assigns=["token.is_sent_start"],
+    default_config=DEFAULT_SENTER_CONFIG,
+    default_score_weights={"sents_f": 1.0, "sents_p": 0.0, "sents_r": 0.0},
+)
+def make_sparse_senter(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    n_threads: int,
+    scorer: Optional[Callable],
+) -> "SparseSenter":
+    """Create a sparse sentence segmenter. The settings mean what they mean
+    for `sparse_tagger` (see its factory)."""
+    from .pipeline.senter import SparseSenter
+
+    return SparseSenter(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
+                        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+                        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer)
+
+
+DEFAULT_PARSER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.parser_templates.v1"},
+    **COMMON_DEFAULTS,
+    "explore": 0.9,
+    "explore_after": 100_000,
+    "min_lifted": 10,
+    "whole_docs": 0.5,
+    "stray": 0.0,
+    "scorer": {"@scorers": "spacy.parser_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_parser",
+    assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],
+    default_config=DEFAULT_PARSER_CONFIG,
+    default_score_weights={"dep_uas": 0.5, "dep_las": 0.5, "dep_las_per_type": None, "sents_p": None,
+                           "sents_r": None, "sents_f": 0.0},
+)
+def make_sparse_parser(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    n_threads: int,
+    explore: float,
+    explore_after: int,
+    min_lifted: int,
+    whole_docs: float,
+    stray: float,
+    scorer: Optional[Callable],
+) -> "SparseParser":
+    """Create a sparse dependency parser.
+
+    templates (List[str]): parser templates (slots such as S0, B0, S0L) in
+        the order they are scored.
+    margin, margin_decay, train_margin, mode, learner, learn_rate, min_updates, n_threads:
+        as for sparse_tagger.
+    explore (float): probability of following the model's own wrong action
+        in training (error exploration with the dynamic oracle); 0 trains on
+        oracle paths only.
+    explore_after (int): training words seen before exploring starts.
+    min_lifted (int): a lifted label ("dep||head-dep") seen fewer times in
+        the training data is learned as its plain label.
+    stray (float): once exploring, the probability of following a costly
+        action although the model chose an optimal one, so that training
+        also sees states after mistakes when the model rarely makes them.
+    whole_docs (float): share of training docs with gold sentences that are
+        parsed whole anyway, so the parser learns both to parse given
+        sentences and to find sentence boundaries in raw text.
+    scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
+    """
+    from .pipeline.parser import SparseParser
+
+    return SparseParser(
+        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
+        mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
+        n_threads=n_threads, explore=explore, explore_after=explore_after, min_lifted=min_lifted,
+        whole_docs=whole_docs, stray=stray, scorer=scorer,
+    )
