@@ -102,3 +102,28 @@ def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path)
     assert got.split() == want.split() and got.split()[0].startswith("DT/")
     licences = list(site.glob(f"{package}/*/LICENSE"))
     assert licences and "CC BY-SA 4.0" in licences[0].read_text()
+
+
+def test_the_shipped_parser_loads_with_its_dev_margin():
+    """`ship-default --margin sparse_parser=50` (project.yml): the component and
+    config.cfg agree, and the bench measures the pipeline as it loads."""
+    nlp = spacy_sparse.load_default()
+    assert nlp.get_pipe("sparse_parser").margin == 50.0
+    assert nlp.config["components"]["sparse_parser"]["margin"] == 50.0
+    assert nlp.get_pipe("sparse_tagger").margin is None and nlp.get_pipe("sparse_senter").margin is None
+
+
+def test_ship_margins_checks_names_and_values():
+    import spacy
+
+    from spacy_sparse.cli.train import ship_margins
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger")
+    nlp.add_pipe("sentencizer")
+    assert ship_margins(nlp, ["sparse_tagger=30"]) == {"sparse_tagger": 30.0}
+    assert nlp.get_pipe("sparse_tagger").margin == 30.0
+    assert ship_margins(nlp, ["sparse_tagger=none"]) == {"sparse_tagger": None}
+    for bad in ("sparse_parser=30", "sentencizer=30", "sparse_tagger", "sparse_tagger=-1", "sparse_tagger=fast"):
+        with pytest.raises(ValueError, match="--margin"):
+            ship_margins(nlp, [bad])

@@ -3,6 +3,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Dict, List, Optional
 
 import srsly
 from wasabi import msg
@@ -96,6 +97,26 @@ SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-join
                  "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
+def ship_margins(nlp, settings: List[str]) -> Dict[str, Optional[float]]:
+    """Set the stop margins of `--margin COMPONENT=MARGIN` on the
+    pipeline's sparse components (ValueError for a bad name or value)."""
+    from ..pipeline.base import SparsePipe
+    from ..pipeline.settings import check_margin
+
+    margins: Dict[str, Optional[float]] = {}
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or not isinstance(nlp.get_pipe(name) if name in nlp.pipe_names else None, SparsePipe):
+            raise ValueError(f"--margin takes COMPONENT=MARGIN for a sparse component of the pipeline, got {setting!r}")
+        try:
+            margin = None if value.strip().lower() == "none" else check_margin(float(value))
+        except ValueError:
+            raise ValueError(f"--margin {setting!r}: the margin must be a number >= 0 or none") from None
+        nlp.get_pipe(name).margin = margin
+        margins[name] = margin
+    return margins
+
+
 def cmd_ship_default(args: argparse.Namespace) -> int:
     """Copy a trained pipeline into the package as an embedded default:
     "full" (segmenter, tagger, parser) or "tagger"."""
@@ -110,6 +131,11 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     sparse = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, SparsePipe)]
     if not sparse:
         msg.fail(f"{args.model} has no spacy-sparse component to ship")
+        return 1
+    try:
+        margins = ship_margins(nlp, args.margin)
+    except ValueError as err:
+        msg.fail(str(err))
         return 1
     dropped = 0
     if args.min_weight > 0:
@@ -127,6 +153,12 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     if target.exists():
         shutil.rmtree(target)
     nlp.to_disk(target)
+    if margins:
+        # the component's cfg holds the margin it loads with; config.cfg says the same
+        config = spacy.util.load_config(target / "config.cfg")
+        for name, margin in margins.items():
+            config["components"][name]["margin"] = margin
+        config.to_disk(target / "config.cfg")
     # The components read word forms from the docs they get, not from the
     # vocab: ship only the label strings, not the training corpus's word list.
     labels = {label for pipe in sparse for label in pipe.labels}
@@ -212,4 +244,6 @@ def register(sub) -> None:
                    help="full: segmenter + tagger + parser (load_default()); tagger: load_default('tagger')")
     p.add_argument("--min-weight", type=float, default=0.0, help="drop averaged weights smaller than this (0: none)")
     p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
+    p.add_argument("--margin", action="append", default=[], metavar="COMPONENT=MARGIN",
+                   help="the stop margin a shipped component loads with (a number or none; may be repeated)")
     p.set_defaults(func=cmd_ship_default)
