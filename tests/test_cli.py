@@ -142,3 +142,25 @@ def test_tag_refuses_to_write_over_its_input(tmp_path):
                               cwd=ROOT, capture_output=True, text=True)
         assert proc.returncode == 1 and "The output is the input" in proc.stderr
         assert src.read_text(encoding="utf8").count("\n") == 2
+
+
+def test_bench_rows_label_fresh_docs_and_include_the_pipeline_as_it_loads(corpus):
+    """The shipped full pipeline: each row starts from the same unlabelled
+    docs (labelling them again, the segmenter kept the parser's sentence
+    starts of the row before and the tags moved), and the row of the
+    pipeline as it loads (its parser's own margin) is measured even when
+    --margins leaves it out."""
+    import spacy_sparse
+    from spacy_sparse.bench import input_docs, read_references, run_bench, time_pipe
+
+    nlp = spacy_sparse.load_default()
+    docs = input_docs(nlp, read_references(nlp, corpus / "dev.spacy"))
+    assert time_pipe(nlp, docs, 2) > 0
+    assert not any(d.has_annotation(a) for d in docs for a in ("TAG", "DEP", "SENT_START"))
+    result = run_bench("default", corpus / "dev.spacy", [None, 10.0], repeat=1)
+    rows = result["rows"]
+    assert [(r["margin"], r["margin_decay"]) for r in rows] == [(None, 1.0), (10.0, 1.0), (50.0, 1.0)]
+    assert (result["own_margin"], result["own_margin_decay"]) == (50.0, 1.0)
+    assert len({r["scores"]["tag_acc"] for r in rows}) == 1  # the tagger runs before the parser
+    assert len({r["scores"]["sents_f"] for r in rows}) == 1  # so does the segmenter
+    assert rows[1]["scores"]["dep_las"] < rows[0]["scores"]["dep_las"]
