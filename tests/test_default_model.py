@@ -105,25 +105,30 @@ def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path)
 
 
 def test_the_shipped_parser_loads_with_its_dev_margin():
-    """`ship-default --margin sparse_parser=50` (project.yml): the component and
-    config.cfg agree, and the bench measures the pipeline as it loads."""
+    """`ship-default --set sparse_parser.margin=50` (project.yml): the
+    component and config.cfg agree."""
     nlp = spacy_sparse.load_default()
     assert nlp.get_pipe("sparse_parser").margin == 50.0
     assert nlp.config["components"]["sparse_parser"]["margin"] == 50.0
     assert nlp.get_pipe("sparse_tagger").margin is None and nlp.get_pipe("sparse_senter").margin is None
+    assert nlp.get_pipe("sparse_senter").start_bias == 0.0
 
 
-def test_ship_margins_checks_names_and_values():
+def test_ship_settings_checks_components_settings_and_values():
     import spacy
 
-    from spacy_sparse.cli.train import ship_margins
+    from spacy_sparse.cli.train import ship_settings
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger")
+    nlp.add_pipe("sparse_senter")
     nlp.add_pipe("sentencizer")
-    assert ship_margins(nlp, ["sparse_tagger=30"]) == {"sparse_tagger": 30.0}
-    assert nlp.get_pipe("sparse_tagger").margin == 30.0
-    assert ship_margins(nlp, ["sparse_tagger=none"]) == {"sparse_tagger": None}
-    for bad in ("sparse_parser=30", "sentencizer=30", "sparse_tagger", "sparse_tagger=-1", "sparse_tagger=fast"):
-        with pytest.raises(ValueError, match="--margin"):
-            ship_margins(nlp, [bad])
+    assert ship_settings(nlp, ["sparse_tagger.margin=30", "sparse_senter.start_bias=-2.5"]) == \
+        {("sparse_tagger", "margin"): 30.0, ("sparse_senter", "start_bias"): -2.5}
+    assert nlp.get_pipe("sparse_tagger").margin == 30.0 and nlp.get_pipe("sparse_senter").start_bias == -2.5
+    assert ship_settings(nlp, ["sparse_tagger.margin=none"]) == {("sparse_tagger", "margin"): None}
+    for bad in ("sparse_parser.margin=30", "sentencizer.margin=30", "sparse_tagger.margin", "sparse_tagger.margin=-1",
+                "sparse_tagger.margin=fast", "sparse_tagger.start_bias=1", "sparse_tagger.templates=1",
+                "sparse_senter.start_bias=nan", "sparse_tagger.margin_decay=2"):
+        with pytest.raises(ValueError, match="--set"):
+            ship_settings(nlp, [bad])

@@ -9,6 +9,8 @@ from spacy.training import Example
 
 from spacy_sparse.pipeline.senter import SparseSenter
 
+from conftest import bare
+
 
 def runtime_examples(nlp, refs):
     """Examples as users' text gives them: spaCy's tokens, no boundaries."""
@@ -109,3 +111,33 @@ def test_parser_keeps_the_segmenters_sentences(senter_nlp, ewt_refs):
         assert [bool(t.is_sent_start) for t in doc] == [bool(s) for s in starts]
         if len(doc):
             assert all(sum(1 for t in sent if t.head == t) == 1 for sent in doc.sents)
+
+
+def test_start_bias_trades_precision_for_recall(senter_nlp, ewt_refs, tmp_path):
+    """A positive start_bias starts more sentences on dev text (more of the
+    gold starts found, a smaller share of the predicted ones right), a
+    negative one fewer; the setting is checked, saved and loaded."""
+    senter = senter_nlp.get_pipe("sparse_senter")
+    gold = [{t.i for t in r if t.is_sent_start} for r in ewt_refs["dev"]]
+
+    def starts(bias):
+        senter.start_bias = bias
+        docs = senter_nlp.pipe([bare(r, sents=False) for r in ewt_refs["dev"]])
+        found = [{t.i for t in d if t.is_sent_start} for d in docs]
+        right = sum(len(f & g) for f, g in zip(found, gold))
+        n = sum(len(f) for f in found)
+        return n, right / n, right / sum(len(g) for g in gold)
+
+    try:
+        n0, p0, r0 = starts(0.0)
+        n_up, p_up, r_up = starts(20.0)
+        n_down, p_down, r_down = starts(-20.0)
+        assert n_down < n0 < n_up
+        assert r_down < r0 < r_up and p_down > p0 > p_up
+        with pytest.raises(ValueError, match="start_bias"):
+            senter.start_bias = float("nan")
+        senter.start_bias = 20.0
+        senter_nlp.to_disk(tmp_path / "biased")
+        assert spacy.load(tmp_path / "biased").get_pipe("sparse_senter").start_bias == 20.0
+    finally:
+        senter.start_bias = 0.0

@@ -3,7 +3,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Tuple
 
 import srsly
 from wasabi import msg
@@ -97,24 +97,30 @@ SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-join
                  "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
-def ship_margins(nlp, settings: List[str]) -> Dict[str, Optional[float]]:
-    """Set the stop margins of `--margin COMPONENT=MARGIN` on the
-    pipeline's sparse components (ValueError for a bad name or value)."""
-    from ..pipeline.base import SparsePipe
-    from ..pipeline.settings import check_margin
+# the runtime settings a shipped component can be given (each has a checking setter)
+SHIP_SETTINGS = ("margin", "margin_decay", "start_bias")
 
-    margins: Dict[str, Optional[float]] = {}
+
+def ship_settings(nlp, settings: List[str]) -> Dict[Tuple[str, str], Any]:
+    """Apply `--set COMPONENT.SETTING=VALUE` (a number, or none for a
+    margin) to the pipeline's sparse components; ValueError for a component,
+    setting or value that is not one."""
+    from ..pipeline.base import SparsePipe
+
+    done: Dict[Tuple[str, str], Any] = {}
     for setting in settings:
-        name, sep, value = setting.partition("=")
-        if not sep or not isinstance(nlp.get_pipe(name) if name in nlp.pipe_names else None, SparsePipe):
-            raise ValueError(f"--margin takes COMPONENT=MARGIN for a sparse component of the pipeline, got {setting!r}")
+        target, sep, value = setting.partition("=")
+        name, _, key = target.rpartition(".")
+        pipe = nlp.get_pipe(name) if name in nlp.pipe_names else None
+        if not sep or not isinstance(pipe, SparsePipe) or key not in SHIP_SETTINGS or not hasattr(pipe, key):
+            raise ValueError(f"--set takes COMPONENT.SETTING=VALUE for a sparse component of the pipeline and one of "
+                             f"its settings {SHIP_SETTINGS}, got {setting!r}")
         try:
-            margin = None if value.strip().lower() == "none" else check_margin(float(value))
-        except ValueError:
-            raise ValueError(f"--margin {setting!r}: the margin must be a number >= 0 or none") from None
-        nlp.get_pipe(name).margin = margin
-        margins[name] = margin
-    return margins
+            setattr(pipe, key, None if value.strip().lower() == "none" else float(value))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"--set {setting!r}: {err}") from None
+        done[(name, key)] = getattr(pipe, key)
+    return done
 
 
 def cmd_ship_default(args: argparse.Namespace) -> int:
@@ -133,7 +139,7 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
         msg.fail(f"{args.model} has no spacy-sparse component to ship")
         return 1
     try:
-        margins = ship_margins(nlp, args.margin)
+        settings = ship_settings(nlp, args.set)
     except ValueError as err:
         msg.fail(str(err))
         return 1
@@ -153,11 +159,11 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     if target.exists():
         shutil.rmtree(target)
     nlp.to_disk(target)
-    if margins:
-        # the component's cfg holds the margin it loads with; config.cfg says the same
+    if settings:
+        # the component's cfg holds the settings it loads with; config.cfg says the same
         config = spacy.util.load_config(target / "config.cfg")
-        for name, margin in margins.items():
-            config["components"][name]["margin"] = margin
+        for (name, key), value in settings.items():
+            config["components"][name][key] = value
         config.to_disk(target / "config.cfg")
     # The components read word forms from the docs they get, not from the
     # vocab: ship only the label strings, not the training corpus's word list.
@@ -244,6 +250,7 @@ def register(sub) -> None:
                    help="full: segmenter + tagger + parser (load_default()); tagger: load_default('tagger')")
     p.add_argument("--min-weight", type=float, default=0.0, help="drop averaged weights smaller than this (0: none)")
     p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
-    p.add_argument("--margin", action="append", default=[], metavar="COMPONENT=MARGIN",
-                   help="the stop margin a shipped component loads with (a number or none; may be repeated)")
+    p.add_argument("--set", action="append", default=[], metavar="COMPONENT.SETTING=VALUE",
+                   help="a runtime setting the shipped component loads with: margin (a number or none), margin_decay "
+                        "or start_bias; may be repeated")
     p.set_defaults(func=cmd_ship_default)

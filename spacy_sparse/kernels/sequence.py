@@ -20,8 +20,8 @@ from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import (LOOKAHEAD, add_row, block_end, decided, find_row, latent_gold, open_scores, prefix_train_step,
-                      score_block, score_counted)
+from .scoring import (LOOKAHEAD, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
+                      prefix_train_step, score_block, score_counted)
 
 
 HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in this doc
@@ -178,7 +178,7 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                      tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, slot_pos, sums,
-                     margin, thr, pred, used):
+                     bias, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
     thr[t] after template t when thr is not None (stop_margins).
@@ -216,6 +216,12 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                 continue
             valid = valid_labels(allowed, pred, fixed, i, start, end)
             done, cand = open_scores(scores, valid, margin)
+            if bias.shape[0] > 0:
+                for y in range(scores.shape[0]):
+                    if valid[y]:
+                        scores[y] += bias[y]
+                if margin >= 0.0:
+                    done, cand = leads(scores, margin if thr is None else thr[0], cand)
             if summed:
                 for k in range(slot_pos.shape[0]):
                     p = i + slot_pos[k]

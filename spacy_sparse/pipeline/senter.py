@@ -16,11 +16,17 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from .batching import DocBatch
-from .sequence import NO_FIXED, SequencePipe
+from ..checks import check_number
+from .sequence import NO_BIAS, NO_FIXED, SequencePipe
 
 # label indices, in the sorted order spaCy's senter uses too
 LABELS = ("I", "S")
 INSIDE, START = 0, 1
+
+
+def check_start_bias(value: Any) -> float:
+    return check_number(value, "start_bias", low=-1e6, high=1e6)
+
 
 class SparseSenter(SequencePipe):
     """Sets token.is_sent_start greedily from left to right."""
@@ -31,9 +37,27 @@ class SparseSenter(SequencePipe):
     # (dev sentence F 79.56 -> 79.37 for the shipped segmenter).
     summed_words = False
 
-    def __init__(self, vocab: Vocab, name: str = "sparse_senter", **kwargs: Any):
-        super().__init__(vocab, name, **kwargs)
+    def __init__(self, vocab: Vocab, name: str = "sparse_senter", *, start_bias: float = 0.0, **kwargs: Any):
+        super().__init__(vocab, name, start_bias=check_start_bias(start_bias), **kwargs)
         self.cfg["labels"] = list(LABELS)
+
+    @property
+    def start_bias(self) -> float:
+        """Added to the score of a sentence start before any template: above
+        0 the segmenter starts sentences more readily (recall for precision).
+        A decision threshold, applied when predicting, not in training."""
+        return self.cfg.get("start_bias", 0.0)
+
+    @start_bias.setter
+    def start_bias(self, value: float) -> None:
+        self.cfg["start_bias"] = check_start_bias(value)
+
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        check_start_bias(cfg.get("start_bias", 0.0))
+
+    def _label_bias(self) -> np.ndarray:
+        bias = self.start_bias
+        return np.array([0.0, bias], dtype=np.float32) if bias else NO_BIAS
 
     def add_label(self, label: str) -> int:
         """The labels are fixed ("I", "S"); adding one of them is a no-op."""

@@ -21,6 +21,7 @@ from .base import SparsePipe
 from .batching import DocBatch
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
+NO_BIAS = np.zeros(0, dtype=np.float32)  # no label bias (predict_sequence)
 ALWAYS = np.zeros((0, 3), dtype=np.int32)
 NO_TAGS = np.zeros(0, dtype=np.uint64)
 NO_SUMS = np.zeros((0, 1, 1), dtype=np.float32)
@@ -126,6 +127,11 @@ class SequencePipe(SparsePipe):
         neg_when; no rows: always). The tagger's come with `_gold`."""
         return ALWAYS
 
+    def _label_bias(self) -> np.ndarray:
+        """A constant per label added to its score before any template, when
+        predicting (empty: none; the segmenter's start_bias)."""
+        return NO_BIAS
+
     def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
         batch = DocBatch(docs, self.lexicon, self.by_sents)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
@@ -141,7 +147,7 @@ class SequencePipe(SparsePipe):
             predict_sequence(
                 batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
                 model.tab, W, self._allowed, fixed, self._hist_of, column,
-                type_rows, slot_pos, sums, margin, thr, pred, used,
+                type_rows, slot_pos, sums, self._label_bias(), margin, thr, pred, used,
             )
 
         self._over_segments(batch, label)
