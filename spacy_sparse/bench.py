@@ -22,7 +22,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from .kernels.rows import HOT
+from .kernels.rows import HOT, span_values
 from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_margin_decay
@@ -135,7 +135,7 @@ def weight_row_bytes(pipe: SparsePipe) -> float:
         counts = np.sort(np.diff(model.compact()[0]))
         if counts.size == 0:
             return 0.0
-        n_hot = int((tab[1::2][tab[0::2] != 0].astype(np.int64) >= HOT).sum())
+        n_hot = int((span_values(tab) >= HOT).sum())
         cold = counts[: counts.size - n_hot].sum() * (2.0 if lc.size else 8.0)
         return float(cold + n_hot * 4.0 * model.n_labels) / counts.size
     return 4.0 * model.n_labels

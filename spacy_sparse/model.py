@@ -29,7 +29,7 @@ from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .mapped import grow_rows
 from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
-from .kernels.rows import hot_rows, scatter_rows, span_tables
+from .kernels.rows import hot_rows, narrow_fits, narrow_table, scatter_rows, span_tables
 from .templates import Template, compile_templates, parse_templates
 
 # rows per slice where whole-table temporaries would cost too much memory: a
@@ -433,6 +433,10 @@ class SparseLinearModel:
                     tab = new_table(int(tab_off[-1]))
                     hot, dense = hot_rows(ptr, lab, val, HOT_NONZEROS, max(1, self.n_labels), HOT_BYTES)
                     span_tables(self.tab, self.tab_off, ptr, hot, tab_off, tab)
+                    if narrow_fits(self.n_labels, int(ptr[-1])):
+                        wide, tab = tab, np.zeros(tab.shape[0], dtype=np.uint32)
+                        narrow_table(wide, tab)
+                        del wide
                     book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
                         else codec.codes_of(val, 256)
                     if book is not None and self.n_labels <= 256 and val.size:

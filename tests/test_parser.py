@@ -267,13 +267,13 @@ def test_hot_rows_parse_as_the_packed_rows_do(ewt_refs, monkeypatch):
 
     import spacy_sparse
     import spacy_sparse.model as model_module
-    from spacy_sparse.kernels.rows import HOT
+    from spacy_sparse.kernels.rows import HOT, span_values
 
     nlp = spacy_sparse.load_default()
     model = nlp.get_pipe("sparse_parser")._require_model()
     texts = [r.text for r in ewt_refs["dev"]]
     tab, _, _, _, _, dense = model.packed()
-    spans = tab[1::2][tab[0::2] != 0].astype(np.int64)
+    spans = span_values(tab)
     n_hot = int((spans >= HOT).sum())
     assert 1000 < n_hot == dense.shape[0] and dense.nbytes <= model_module.HOT_BYTES
     ptr = model.compact()[0]
@@ -283,12 +283,36 @@ def test_hot_rows_parse_as_the_packed_rows_do(ewt_refs, monkeypatch):
     with_hot = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
     monkeypatch.setattr(model_module, "HOT_BYTES", 0)
     model._packed = None
-    assert model.packed()[-1].shape[0] == 1 and not (model.packed()[0][1::2].astype(np.int64) >= HOT).any()
+    assert model.packed()[-1].shape[0] == 1 and not (span_values(model.packed()[0]) >= HOT).any()
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == with_hot
     monkeypatch.setattr(model_module, "HOT_BYTES", 200 * model.n_labels * 4)
     model._packed = None
     assert model.packed()[-1].shape[0] <= 200
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == with_hot
+    model._packed = None
+
+
+def test_narrow_span_table_parses_as_the_wide_one(ewt_refs, monkeypatch):
+    """The shipped parser's span table is the narrow one (uint32 key and value per slot: half the bytes of the
+    wide one), and EWT dev parses exactly as with the wide table (same slots, same spans)."""
+    import numpy as np
+
+    import spacy_sparse
+    import spacy_sparse.model as model_module
+    from spacy_sparse.kernels.rows import span_values
+
+    nlp = spacy_sparse.load_default()
+    model = nlp.get_pipe("sparse_parser")._require_model()
+    texts = [r.text for r in ewt_refs["dev"]]
+    narrow = model.packed()[0]
+    assert narrow.dtype == np.uint32
+    parses = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
+    monkeypatch.setattr(model_module, "narrow_fits", lambda n_labels, n_weights: False)
+    model._packed = None
+    wide = model.packed()[0]
+    assert wide.dtype == np.uint64 and wide.nbytes == 2 * narrow.nbytes
+    assert np.array_equal(span_values(wide), span_values(narrow))
+    assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == parses
     model._packed = None
 
 

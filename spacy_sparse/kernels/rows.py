@@ -107,6 +107,55 @@ def span_tables(tab, tab_off, ptr, hot, new_off, out):
                     table_put(out, table_slot(out, new_off[t], cap, k), k, np.uint64(value))
 
 
+# The narrow span table: the same slots in a uint32 array, a 32-bit key (keys are folded to 32 bits:
+# hashing.finish_key) and a 32-bit value, start << 8 | count, or NARROW_HOT + i for dense row i. Half the
+# bytes of the wide table, so more of it stays in cache. It holds when rows have at most 255 nonzeros,
+# start below 2**23 and fewer than 2**31 dense rows (narrow_fits).
+NARROW_HOT = np.int64(1) << np.int64(31)
+NARROW_MAX_START = np.int64(1) << np.int64(23)
+
+
+def narrow_fits(n_labels: int, n_weights: int) -> bool:
+    """Whether every span of a model with these labels and nonzero weights fits the narrow table."""
+    return n_labels <= 255 and n_weights < int(NARROW_MAX_START)
+
+
+@njit(cache=True, nogil=True)
+def narrow_table(tab, out):
+    """The wide span table `tab` (uint64 pairs, from span_tables) as the
+    narrow one in `out` (uint32 pairs, as many slots): every key in the same
+    slot, so probes go the same way and find the same rows."""
+    for s in range(tab.shape[0] // 2):
+        k = tab[2 * s]
+        if k != 0:
+            v = np.int64(tab[2 * s + 1])
+            if v >= HOT:
+                v = NARROW_HOT + (v - HOT)
+            else:
+                v = ((v >> 16) << 8) | (v & 0xFFFF)
+            out[2 * s + 1] = np.uint32(v)
+            out[2 * s] = np.uint32(k)
+
+
+def span_values(tab: np.ndarray) -> np.ndarray:
+    """The values of a span table's occupied slots as the wide table has them (HOT + i, or
+    start << 16 | count), whichever width the table is."""
+    values = tab[1::2][tab[0::2] != 0].astype(np.int64)
+    if tab.dtype == np.uint32:
+        values = np.where(values >= NARROW_HOT, HOT + (values - NARROW_HOT), ((values >> 8) << 16) | (values & 0xFF))
+    return values
+
+
+@njit(cache=True, nogil=True)
+def widen_span(v):
+    """A narrow table value as the wide one (HOT + i, or start << 16 | count); negatives pass."""
+    if v < 0:
+        return v
+    if v >= NARROW_HOT:
+        return HOT + (v - NARROW_HOT)
+    return ((v >> 8) << 16) | (v & 0xFF)
+
+
 @njit(cache=True, nogil=True)
 def hot_rows(ptr, lab, val, min_nonzeros, n_labels, max_bytes):
     """The rows with the most nonzero weights, at least `min_nonzeros`, as a

@@ -14,7 +14,7 @@ from numba import njit
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
 from .hashing import table_find, table_put, table_slot
-from .rows import HOT
+from .rows import HOT, widen_span
 
 NEG_INF = np.float32(-3.0e38)
 # prefix_train_step: the loss-augmented argmax must be computed again
@@ -161,9 +161,13 @@ def add_row_loss_augmented(scores, W, row, valid, gold, margin):
 @njit(cache=True, nogil=True)
 def find_entry(tab, tab_off, t, key):
     """Table value of (template t, key): its row (>= 0), -1 if absent, or
-    -1 - c for a feature still waiting for its row after c updates."""
+    -1 - c for a feature still waiting for its row after c updates. A narrow
+    span table (uint32: rows.narrow_table) gives its value as the wide one."""
     off = tab_off[t]
-    return table_find(tab, off, tab_off[t + 1] - off, key)
+    v = table_find(tab, off, tab_off[t + 1] - off, key)
+    if tab.itemsize == 4:  # known when compiled: one branch is kept
+        return widen_span(v)
+    return v
 
 
 @njit(cache=True, nogil=True)
