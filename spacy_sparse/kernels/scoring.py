@@ -294,7 +294,7 @@ def score_counted(keys, t0, t1, rows, tables, state, params, scores):
 
 @njit(cache=True, nogil=True)
 def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, objective, tables, state, params, step,
-                      viol_t, viol_y, grad, touched):
+                      viol_t, viol_y, grad, touched, stride):
     """Score templates t0..t1-1 in order for one decision, update, and
     return the label predicted from the scores computed.
 
@@ -307,7 +307,9 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
     is the plain perceptron).
     `rows` receives the row of each template's feature (-1: unknown), or
     with `known` already holds their table entries (score_counted's);
-    `grad` (zeros, n_labels) and `touched` are scratch space.
+    `grad` (zeros, n_labels) and `touched` are scratch space. With
+    `stride` s > 1 the prefixes are those of s, 2s, ... templates (and all of
+    them): the ones a margin test once per block of s sees at run time.
 
     tables = (tab, tab_off, tab_count, row_tpl, n_rows, pending): the
     feature tables.
@@ -341,11 +343,12 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
             if scale[t] != 1.0:
                 add_row_scaled(scores, W, r, scale[t])
                 y = STALE
-            elif hinge:
+            elif hinge and stride == 1:
                 y = add_row_loss_augmented(scores, W, r, valid, gold, margin)
             else:
                 add_row(scores, W, r)
-        if hinge:
+                y = STALE
+        if hinge and (stride == 1 or (t - t0 + 1) % stride == 0 or t == t1 - 1):
             if y == STALE:
                 y = loss_augmented(scores, valid, gold, margin)
             if y == gold:

@@ -303,7 +303,7 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, neg_when, te
                 score_counted(keys, 0, keys.shape[0], rows, tables, state, params, scores)
                 g = latent_gold(scores, valid, -2 - g)
             p = prefix_train_step(keys, 0, keys.shape[0], rows, negative, scores, valid, g, margin, objective, tables,
-                                  state, params, step[0], viol_t, viol_y, grad, touched)
+                                  state, params, step[0], viol_t, viol_y, grad, touched, 1)
             pred[i] = p
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)

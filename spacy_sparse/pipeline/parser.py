@@ -25,6 +25,7 @@ from spacy.vocab import Vocab
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
 from ..templates import has_move_atom, parse_templates
 from ..kernels.parser import predict_parse, train_parse
+from ..kernels.scoring import LOOKAHEAD
 from ..model import SparseLinearModel
 from ..checks import check_number
 from ..lexicon import ambiguity_classes
@@ -298,7 +299,7 @@ class SparseParser(SparsePipe):
             model.template_arrays, self._n_move, self._lab_ok, self._arc_col, self._root_col, model.tables(),
             model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
             self._kind, self._alab, self.cfg["train_margin"],
-            self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches,
+            self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches, LOOKAHEAD,
         )
 
     def _gold(self, examples: List[Example], batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
