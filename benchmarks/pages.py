@@ -121,7 +121,7 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
         ups = [run["rows"][i]["speedup"] for run in found if run["rows"][i]["speedup"]]
         accs = [f"{100 * row['scores'][k]:.2f}" for k in keys] or [f"{100 * row['accuracy']:.2f}"]
         own = is_own(first, row) and first.get("own_margin") is not None
-        cells = ["none" if row["margin"] is None else f"{row['margin']:g}" + (" (as shipped)" if own else ""),
+        cells = ["none" if row["margin"] is None else f"{row['margin']:g}" + (" (as it loads)" if own else ""),
                  "–" if row["margin"] is None else f"{row['margin_decay']:g}",
                  *accs, f"{row['templates_per_token']:.2f}", span(wps),
                  span(ups, "{:.2f}", "×") if ups else "–"]
