@@ -137,15 +137,6 @@ def narrow_table(tab, out):
             out[2 * s] = np.uint32(k)
 
 
-def span_values(tab: np.ndarray) -> np.ndarray:
-    """The values of a span table's occupied slots as the wide table has them (HOT + i, or
-    start << 16 | count), whichever width the table is."""
-    values = tab[1::2][tab[0::2] != 0].astype(np.int64)
-    if tab.dtype == np.uint32:
-        values = np.where(values >= NARROW_HOT, HOT + (values - NARROW_HOT), ((values >> 8) << 16) | (values & 0xFF))
-    return values
-
-
 @njit(cache=True, nogil=True)
 def widen_span(v):
     """A narrow table value as the wide one (HOT + i, or start << 16 | count); negatives pass."""
@@ -154,6 +145,21 @@ def widen_span(v):
     if v >= NARROW_HOT:
         return HOT + (v - NARROW_HOT)
     return ((v >> 8) << 16) | (v & 0xFF)
+
+
+@njit(cache=True, nogil=True)
+def _widen_all(values):
+    for i in range(values.shape[0]):
+        values[i] = widen_span(values[i])
+
+
+def span_values(tab: np.ndarray) -> np.ndarray:
+    """The values of a span table's occupied slots as the wide table has them (HOT + i, or
+    start << 16 | count), whichever width the table is."""
+    values = tab[1::2][tab[0::2] != 0].astype(np.int64)
+    if tab.dtype == np.uint32:
+        _widen_all(values)
+    return values
 
 
 @njit(cache=True, nogil=True)
