@@ -1,7 +1,11 @@
 """DC-ADMM (Suzuki & Nagata 2013): the value set, the u-step against brute force, weights in the set, QT."""
+import re
+
 import numpy as np
 import pytest
 import spacy
+from spacy.tokens import DocBin
+from spacy.training import Example
 from conftest import run, to_examples, train_tagger
 
 from spacy_sparse.learn.admm import (
@@ -92,6 +96,25 @@ def test_auto_eta_does_not_depend_on_row_order():
     assert auto_eta(w, 4.0, 4, sample=10_000) == auto_eta(shuffled, 4.0, 4, sample=10_000)
 
 
+def test_cover_eta_clips_no_weight():
+    """eta = "cover": the largest value of S is the largest |w| (with delta = eta / 2 or given), so rounding
+    moves every weight by less than a step of S; auto_eta's least squares may clip the tail."""
+    from spacy_sparse.learn.admm import cover_eta
+
+    w = np.random.default_rng(5).normal(scale=1.5, size=(4000, 30)).astype(np.float32)
+    for delta in (None, 0.01):
+        values = AdmmSettings(zeta=32, kappa=1.17, eta="cover", delta=delta).values(w)
+        assert np.isclose(values[-1], np.abs(w).max(), rtol=1e-5) and np.isclose(values[0], -values[-1])
+        u = u_step(w, np.zeros_like(w), values)
+        big = np.abs(w) > 0.5
+        assert np.all(np.abs(u[big] - w[big]) <= 0.09 * np.abs(w[big]))
+    auto = AdmmSettings(zeta=4, kappa=2.0).values(w)
+    assert auto[-1] < np.abs(w).max()  # (what cover is for: least squares clips the tail)
+    assert cover_eta(np.zeros((3, 3), np.float32), 2.0, 4) == 1.0
+    with pytest.raises(ValueError, match="cover"):
+        AdmmSettings(eta="widest")
+
+
 def test_dc_admm_weights_lie_in_the_set(ewt_refs):
     nlp, tagger = train_tagger(ewt_refs["train"][:150], epochs=1)
     model = tagger.sparse
@@ -147,3 +170,13 @@ def test_quantize_cli_makes_a_grouped_model(corpus, tmp_path):
     assert model.to_dict()["weights"] == "grouped" and model.stats()["distinct_weights"] == 4
     report = run("spacy_sparse", "report", str(tmp_path / "q"))
     assert "bytes per part" in report and "codebook" in report
+    # a fine set that covers the largest weight keeps the float tagger's dev tags
+    out = run("spacy_sparse", "quantize", str(tmp_path / "t" / "model-last"), str(tmp_path / "fine"), "--zeta", "32",
+              "--kappa", "1.17", "--eta", "cover")
+    assert int(re.search(r"quantized to (\d+) values", out).group(1)) <= 64
+    scores = []
+    for path in (tmp_path / "t" / "model-last", tmp_path / "fine"):
+        nlp = spacy.load(path)
+        dev = list(DocBin().from_disk(corpus / "dev.spacy").get_docs(nlp.vocab))
+        scores.append(nlp.evaluate([Example(nlp.make_doc(d.text), d) for d in dev])["tag_acc"])
+    assert scores[0] > 0.8 and abs(scores[0] - scores[1]) < 0.003, scores

@@ -80,8 +80,15 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     the nearest value of S and save it as a grouped-weight file."""
     from ..learn.admm import AdmmSettings, quantize
 
-    settings = AdmmSettings(zeta=args.zeta, kappa=args.kappa, eta="auto" if args.eta is None else args.eta,
-                            lambda0=args.lambda0, lambda0_feature=args.lambda0_feature)
+    try:
+        eta = args.eta if args.eta in ("auto", "cover") else float(args.eta)
+    except ValueError:
+        msg.fail(f"quantize: --eta takes a number, 'auto' or 'cover', got {args.eta!r}", exits=1)
+    try:
+        settings = AdmmSettings(zeta=args.zeta, kappa=args.kappa, eta=eta,
+                                lambda0=args.lambda0, lambda0_feature=args.lambda0_feature)
+    except ValueError as err:
+        msg.fail(f"quantize: {err}", exits=1)
     return rewrite_components(args, lambda model: f"quantized to {quantize(model, settings)['distinct_weights']} values")
 
 
@@ -238,7 +245,9 @@ def register(sub) -> None:
     p.add_argument("output")
     p.add_argument("--zeta", type=int, default=4, help="values per sign")
     p.add_argument("--kappa", type=float, default=4.0, help="ratio between successive values")
-    p.add_argument("--eta", type=float, default=None, help="smallest magnitude (default: fit to the weights)")
+    p.add_argument("--eta", default="auto",
+                   help="smallest magnitude: a number, 'auto' (least squares fit to the weights) or 'cover' "
+                        "(the largest value is the largest weight; best for a trained model)")
     p.add_argument("--lambda0", type=float, default=0.0, help="L0 term: zero weights that do not pay for it")
     p.add_argument("--lambda0-feature", type=float, default=0.0, help="L0 term per feature: drop rows that do not pay")
     p.add_argument("--component", help="only this sparse component (default: all)")
