@@ -65,6 +65,7 @@ def rewrite_components(args: argparse.Namespace, change) -> int:
         msg.info(f"{name}: {note}; nonzero features {before['nonzero_features']:,} -> {after['nonzero_features']:,}, "
                  f"distinct weights {after['distinct_weights']:,}, {before['bytes'] / 1e6:.2f} -> "
                  f"{after['bytes'] / 1e6:.2f} MB")
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)  # (nlp.to_disk makes only the last level)
     nlp.to_disk(args.output)
     msg.good(f"Saved {args.output}")
     return 0
@@ -100,7 +101,7 @@ This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
 {pruned}"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
-SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, then train-default)"),
+SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, then compress-default)"),
                  "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
