@@ -26,7 +26,8 @@ LOWER = LEX_COLUMN["lower"]  # the column the `hist` memory is keyed by
 SRC_TAG = -1   # the label predicted at an earlier position of the segment
 SRC_HIST = -2  # the label last predicted for the same lowercase word earlier in the doc
 SRC_PTAG = -3  # the token's tag_ as given before the component ran
-HISTORY_ATTRS: Dict[str, int] = {"tag": SRC_TAG, "hist": SRC_HIST, "ptag": SRC_PTAG}
+SRC_SPACE = -4  # whether whitespace follows the token in the text (spaCy's SPACY)
+HISTORY_ATTRS: Dict[str, int] = {"tag": SRC_TAG, "hist": SRC_HIST, "ptag": SRC_PTAG, "space": SRC_SPACE}
 
 # Parser: non-lexical sources read at a slot of the state.
 ST_TAG = -1    # tag_ set by an earlier component

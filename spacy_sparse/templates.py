@@ -42,7 +42,9 @@ from spacy.util import registry
 # the same doc (for entity moves, its entity type), read at the current or an
 # earlier position; "ptag" reads the token's tag_ as it was before this
 # component ran (set by an earlier tagger, or given with the input: CoNLL-2000
-# chunking provides POS tags), at any offset.
+# chunking provides POS tags), at any offset; "space" says whether whitespace
+# follows the token in the text (a per-token fact no word type holds: `."`
+# closes a quote where `. "` may open one).
 #
 # Parser slots: stack items S0-S2 (S0 on top), buffer items B0-B3, and
 # dependents already attached: S0L/S0L2 the leftmost and second leftmost
@@ -258,10 +260,20 @@ TAGGER_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# Whether whitespace separates a token from its neighbours: the pieces of a
+# word spaCy's tokenizer splits (`e-mail` -> `e - mail`) touch each other.
+TAGGER_SPACE_TEMPLATES: Tuple[str, ...] = (
+    "space@-1+space@0+lower@0",
+    "space@-1+lower@-1+lower@0",
+    "space@0+lower@0+lower@1",
+)
+
+
 @registry.misc("spacy_sparse.tagger_templates.v1")
-def tagger_templates_v1() -> List[str]:
-    """The default tagging template set, in its cheap default order."""
-    return list(TAGGER_TEMPLATES)
+def tagger_templates_v1(space: bool = False) -> List[str]:
+    """The default tagging template set, in its cheap default order;
+    `space` adds templates over the whitespace around the token, at the end."""
+    return list(TAGGER_TEMPLATES) + (list(TAGGER_SPACE_TEMPLATES) if space else [])
 
 
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms
@@ -378,16 +390,27 @@ SENTER_TAG_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# Whether whitespace separates the tokens around the position.
+SENTER_SPACE_TEMPLATES: Tuple[str, ...] = (
+    "orth@-1+space@-1+orth@0",
+    "space@-1+space@0+orth@0",
+    "orth@-2+space@-2+orth@-1+space@-1",
+    "space@-1+shape@0",
+)
+
+
 @registry.misc("spacy_sparse.senter_templates.v1")
-def senter_templates_v1(tags: bool = False) -> List[str]:
+def senter_templates_v1(tags: bool = False, space: bool = False) -> List[str]:
     """The default sentence-boundary template set; `tags` adds templates
     over the tags of a tagger that runs before the segmenter (the three
     strongest early, the rest after the word templates). On EWT dev they
-    add about 1.5 points of sentence F (CHANGELOG.md)."""
-    if not tags:
-        return list(SENTER_TEMPLATES)
-    base, extra = list(SENTER_TEMPLATES), list(SENTER_TAG_TEMPLATES)
-    return base[:5] + extra[:3] + base[5:12] + extra[3:] + base[12:]
+    add about 1.5 points of sentence F (CHANGELOG.md). `space` adds
+    templates over the whitespace between tokens, at the end."""
+    base = list(SENTER_TEMPLATES)
+    if tags:
+        extra = list(SENTER_TAG_TEMPLATES)
+        base = base[:5] + extra[:3] + base[5:12] + extra[3:] + base[12:]
+    return base + (list(SENTER_SPACE_TEMPLATES) if space else [])
 
 
 def ngram_templates(attr: str, window: int, max_n: int) -> List[str]:

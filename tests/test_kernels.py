@@ -166,7 +166,7 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
                 p = i + m.atom_pos[m.atom_off[t]]
                 if start <= p < end:
                     key = sequence_key(t, i, start, end, m.template_arrays,
-                                       batch.lex_rows, batch.lex, np.zeros(0, np.uint64), pred, hist)
+                                       batch.lex_rows, batch.lex, np.zeros((0, 2), np.uint64), pred, hist)
                     assert rows[batch.lex_rows[p], column[t]] == find_row(m.tab, m.tab_off, t, key)
                     found += rows[batch.lex_rows[p], column[t]] >= 0
     assert found > 500
@@ -312,9 +312,9 @@ def test_the_codes_python_and_the_kernels_share_agree():
     from spacy_sparse.lexicon import lexical_atoms
     from spacy_sparse.model import SparseLinearModel
 
-    seq = SparseLinearModel(["hist@-1", "tag@-1", "ptag@0", "lower@0", "cshape@1"], ["A"])
+    seq = SparseLinearModel(["hist@-1", "tag@-1", "ptag@0", "lower@0", "cshape@1", "space@-1"], ["A"])
     assert seq.atom_src.tolist() == [codes.SRC_HIST, codes.SRC_TAG, codes.SRC_PTAG, codes.LOWER,
-                                     codes.LEX_COLUMN["cshape"]]
+                                     codes.LEX_COLUMN["cshape"], codes.SRC_SPACE]
     assert uses_history(seq.atom_src) and not uses_history(seq.atom_src[1:])
     parse = SparseLinearModel(["tag@S0+pos@B0+dep@S0L+lv@S1+rv@S1+lset@B0+rset@S0R2+dist@B3+lower@S2+move@S0"],
                               ["SHIFT"])
@@ -326,7 +326,7 @@ def test_the_codes_python_and_the_kernels_share_agree():
     # the lexicon's rows keep the column order the kernels index (the `hist` memory reads LOWER)
     atoms = lexical_atoms(spacy.blank("en").vocab, "Ferry")
     assert atoms[codes.LOWER] == spacy.strings.get_string_id("ferry")
-    assert len(set(codes.HISTORY_ATTRS.values())) == 3 and len(set(codes.STATE_ATTRS.values())) == 9
+    assert len(set(codes.HISTORY_ATTRS.values())) == 4 and len(set(codes.STATE_ATTRS.values())) == 9
     assert max(codes.HISTORY_ATTRS.values()) < 0 and max(codes.STATE_ATTRS.values()) < 0
 
 

@@ -141,3 +141,32 @@ def test_start_bias_trades_precision_for_recall(senter_nlp, ewt_refs, tmp_path):
         assert spacy.load(tmp_path / "biased").get_pipe("sparse_senter").start_bias == 20.0
     finally:
         senter.start_bias = 0.0
+
+
+def test_space_atom_reads_the_whitespace_between_tokens(ewt_refs):
+    """`space@i` is per token, not per word type: the same tokens with other whitespace give other keys for a
+    template that reads it, and the same keys for one that does not; a senter with the `space` set trains
+    and segments EWT dev text."""
+    from spacy.tokens import Doc
+
+    nlp = spacy.blank("en")
+    senter = nlp.add_pipe("sparse_senter", config={"templates": {"@misc": "spacy_sparse.senter_templates.v1",
+                                                                  "space": True}})
+    train = runtime_examples(nlp, ewt_refs["train"][:200])
+    nlp.initialize(lambda: train)
+    names = senter.sparse.template_names
+    assert "space@-1+shape@0" in names and "orth@-1" in names
+    words = ["He", "left", ".", '"', "Yes", "."]
+    closing = Doc(nlp.vocab, words=words, spaces=[True, False, False, True, False, False])  # He left." Yes.
+    opening = Doc(nlp.vocab, words=words, spaces=[True, False, True, False, False, False])  # He left. "Yes.
+    keys = [senter.gold_feature_keys([Example(d, d)])[0] for d in (closing, opening)]
+    reads_space = [i for i, name in enumerate(names) if "space@" in name]
+    others = [i for i in range(len(names)) if i not in reads_space]
+    assert (keys[0][:, others] == keys[1][:, others]).all()
+    assert (keys[0][3:5][:, reads_space] != keys[1][3:5][:, reads_space]).any()
+    for _ in range(3):
+        for i in range(0, len(train), 16):
+            nlp.update(train[i:i + 16])
+    dev = runtime_examples(nlp, ewt_refs["dev"][:60])
+    docs = list(nlp.pipe(eg.predicted for eg in dev))
+    assert Scorer.score_spans([Example(d, eg.reference) for d, eg in zip(docs, dev)], "sents")["sents_f"] > 0.6

@@ -10,15 +10,16 @@ before a fixed label. `fixed[i] >= 0` is a label given in advance (an entity
 already on the doc): it is kept, not predicted (an empty `fixed`: none).
 `hist_of[label]` is the value a `hist` atom reads for a word last given that
 label earlier in its doc (the NER maps moves to their entity type);
-`seg_new_doc[d]` says whether segment d starts a new doc; `tags` holds each
-token's tag_ hash as given before the component ran (what `ptag` reads).
+`seg_new_doc[d]` says whether segment d starts a new doc; `tags` holds per
+token its tag_ hash as given before the component ran (column 0, what `ptag`
+reads) and whether whitespace follows it (column 1, 1 or 0: what `space` reads).
 """
 from typing import Tuple
 
 import numpy as np
 from numba import njit
 
-from ..codes import LOWER, SRC_HIST, SRC_TAG
+from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import (LOOKAHEAD, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
                       prefix_train_step, score_block, score_counted)
@@ -46,8 +47,10 @@ def sequence_key(t, i, start, end, templates, lex_rows, lex, tags, pred, hist):
             v = np.uint64(pred[p] + 1)
         elif src == SRC_HIST:
             v = hist[p]
-        else:  # SRC_PTAG
-            v = tags[p]
+        elif src == SRC_PTAG:
+            v = tags[p, 0]
+        else:  # SRC_SPACE
+            v = tags[p, 1]
         h = mix(h, v)
     return finish_key(h)
 

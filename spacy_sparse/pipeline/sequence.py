@@ -9,7 +9,7 @@ import threading
 from typing import List, Optional, Tuple
 
 import numpy as np
-from spacy.attrs import TAG
+from spacy.attrs import SPACY, TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
@@ -23,17 +23,18 @@ from .batching import DocBatch
 NO_FIXED = np.zeros(0, dtype=np.int32)
 NO_BIAS = np.zeros(0, dtype=np.float32)  # no label bias (predict_sequence)
 ALWAYS = np.zeros((0, 3), dtype=np.int32)
-NO_TAGS = np.zeros(0, dtype=np.uint64)
+NO_TAGS = np.zeros((0, 2), dtype=np.uint64)
 NO_SUMS = np.zeros((0, 1, 1), dtype=np.float32)
 SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
 
 
 def input_tags(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
-    """The tag_ hash of every token as the docs come in (what `ptag` atoms
-    read), or an empty array when no template reads it."""
-    if not np.any(model.atom_src == HISTORY_ATTRS["ptag"]):
+    """Per token, the tag_ hash as the docs come in (what `ptag` atoms read)
+    and whether whitespace follows it (`space`: 1 or 0), or an empty array when
+    no template reads either."""
+    if not np.isin(model.atom_src, (HISTORY_ATTRS["ptag"], HISTORY_ATTRS["space"])).any():
         return NO_TAGS
-    parts = [doc.to_array(TAG).astype(np.uint64) for doc in docs if len(doc)]
+    parts = [doc.to_array([TAG, SPACY]).astype(np.uint64) for doc in docs if len(doc)]
     return np.concatenate(parts) if parts else NO_TAGS
 
 
