@@ -31,7 +31,8 @@ BENCH_SECTIONS = [
      "tokens of the same data), timed in the same run."),
     ("pipeline_raw", "Float pipeline (`configs/tagger_parser.cfg`) on raw text",
      "The float segmenter + tagger + parser of `configs/tagger_parser.cfg` on the same input: the `model-best` of "
-     "the first run of the training-cost table below (`spacy train` with that recipe as a user runs it)."),
+     "`spacy project run train-joint` (`spacy train` with that recipe as a user runs it; the embedded pipeline is "
+     "made from it)."),
     ("full_gold", "Embedded full pipeline with gold tokens and gold sentences",
      "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
     ("default_raw", "Embedded tagger on raw text",
@@ -140,6 +141,9 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
         sizes += f", {first['component']} model file {first['component_bytes']:,} bytes"
     text += f"\n\n`{first['model']}` ({sizes}), {words}, best of {first['repeat']} " \
             f"timings per run, {len(found)} run(s)."
+    others = other_margins(first)
+    if others:
+        text += " In every row " + ", ".join(f"{n} runs at its own margin {m:g}" for n, m in others.items()) + "."
     if has_cmp:
         c = [run["compare"] for run in found]
         acc = c[0].get("accuracy")
@@ -152,6 +156,12 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
                     f"{metric} {100 * acc:.2f}, " if acc is not None else f" Compared: `{c[0]['model']}`, "
         text += f"{span([x['words_per_second'] for x in c])} words/s."
     return text
+
+
+def other_margins(result: Dict[str, Any]) -> Dict[str, float]:
+    """The margins the pipeline's other sparse components ran at in every
+    row (bench records them; none: every template)."""
+    return {n: m for n, m in (result.get("other_margins") or {}).items() if m is not None}
 
 
 def sparsity_table(data: Dict[str, Any]) -> str:
@@ -261,8 +271,10 @@ def headline() -> Optional[str]:
         first = found[0]
         none = next(i for i, r in enumerate(first["rows"]) if is_own(first, r))
         row = first["rows"][none]
+        others = other_margins(first)
         if row["margin"] is not None:
-            name += f" (margin {row['margin']:g})"
+            name += f" (margin {row['margin']:g}" + "".join(f", {n.replace('sparse_', '')} {m:g}"
+                                                           for n, m in others.items()) + ")"
         scores = dict(row.get("scores") or {}, **{row["metric"]: row["accuracy"]})
         gold = runs(stem.replace("_raw", "_gold"))
         gold_scores = {}

@@ -268,6 +268,8 @@ def run_bench(
     result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data), "words": n_words,
                               "text": text, "repeat": repeat, "gold_sentences": sents, "rows": rows,
                               "own_margin": own[0], "own_margin_decay": own[1],
+                              # the other sparse components run at these in every row
+                              "other_margins": {n: p.margin for n, p in sparse_components(nlp) if p is not pipe},
                               "pipeline_bytes": directory_bytes(model),
                               "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
     if compare:

@@ -107,15 +107,16 @@ def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path)
 
 
 def test_the_shipped_parser_loads_with_its_dev_margin():
-    """`ship-default --set sparse_parser.margin=${vars.ship_parser_margin}` (project.yml): the shipped component,
-    its config.cfg and the project agree."""
+    """`ship-default --set sparse_parser.margin=... --set sparse_senter.margin=...` (project.yml): the shipped
+    components, config.cfg and the project agree."""
     import srsly
 
-    margin = float(srsly.read_yaml(Path(__file__).parent.parent / "project.yml")["vars"]["ship_parser_margin"])
+    project = srsly.read_yaml(Path(__file__).parent.parent / "project.yml")["vars"]
     nlp = spacy_sparse.load_default()
-    assert nlp.get_pipe("sparse_parser").margin == margin
-    assert nlp.config["components"]["sparse_parser"]["margin"] == margin
-    assert nlp.get_pipe("sparse_tagger").margin is None and nlp.get_pipe("sparse_senter").margin is None
+    for name, var in (("sparse_parser", "ship_parser_margin"), ("sparse_senter", "ship_senter_margin")):
+        assert nlp.get_pipe(name).margin == float(project[var])
+        assert nlp.config["components"][name]["margin"] == float(project[var])
+    assert nlp.get_pipe("sparse_tagger").margin is None
     assert nlp.get_pipe("sparse_senter").start_bias == 0.0
 
 
