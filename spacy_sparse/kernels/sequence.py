@@ -10,7 +10,7 @@ before a fixed label. `fixed[i] >= 0` is a label given in advance (an entity
 already on the doc): it is kept, not predicted (an empty `fixed`: none).
 `hist_of[label]` is the value a `hist` atom reads for a word last given that
 label earlier in its doc (the NER maps moves to their entity type);
-`seg_new_doc[d]` says whether segment d starts a new doc; `tags` holds per
+`seg_new_doc[d]` says whether segment d starts a new doc; `inputs` holds per
 token its tag_ hash as given before the component ran (column 0, what `ptag`
 reads) and whether whitespace follows it (column 1, 1 or 0: what `space` reads).
 """
@@ -30,7 +30,7 @@ FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 
 
 @njit(cache=True, nogil=True)
-def sequence_key(t, i, start, end, templates, lex_rows, lex, tags, pred, hist):
+def sequence_key(t, i, start, end, templates, lex_rows, lex, inputs, pred, hist):
     """Feature key of template t at token i of the segment [start, end)."""
     seeds, atom_off, atom_src, atom_pos = templates
     h = seeds[t]
@@ -48,9 +48,9 @@ def sequence_key(t, i, start, end, templates, lex_rows, lex, tags, pred, hist):
         elif src == SRC_HIST:
             v = hist[p]
         elif src == SRC_PTAG:
-            v = tags[p, 0]
+            v = inputs[p, 0]
         else:  # SRC_SPACE
-            v = tags[p, 1]
+            v = inputs[p, 1]
         h = mix(h, v)
     return finish_key(h)
 
@@ -179,7 +179,7 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 
 @njit(cache=True, nogil=True)
-def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
+def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                      tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, slot_pos, sums,
                      bias, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
@@ -242,7 +242,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
                         ahead[t - n] = -1 if summed and w < sums.shape[0] else type_rows[w, c]
                     else:
                         keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
-                                               tags, pred, hist)
+                                               inputs, pred, hist)
                 k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, NO_CODES, NO_BOOK, False, margin, thr, scores, ahead,
                                             done, cand)
                 n += k
@@ -253,7 +253,7 @@ def predict_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, templates,
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, neg_when, templates,
+def train_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, neg_when, templates,
                    tables, state, params, step, allowed, hist_of, margin, objective, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
@@ -298,7 +298,7 @@ def train_sequence(lex_rows, lex, tags, seg_off, seg_new_doc, gold, neg_when, te
                 g = -1
             for t in range(n_tpl):
                 keys[t] = sequence_key(t, i, start, end, templates,
-                                       lex_rows, lex, tags, pred, hist)
+                                       lex_rows, lex, inputs, pred, hist)
             negative = g <= -2 and holds(neg_when, pred, i)
             if g <= -2 and not negative:
                 g = -1
@@ -332,7 +332,7 @@ def holds(neg_when, pred, i):
 
 
 @njit(cache=True, nogil=True)
-def gold_keys(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates, hist_of, out):
+def gold_keys(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, templates, hist_of, out):
     """The feature key of every template at every token, with the gold
     labels as history (out: n_tokens x n_templates): the features training
     would meet on a perfect run, for rare-feature pruning. A token without a
@@ -351,6 +351,6 @@ def gold_keys(lex_rows, lex, tags, seg_off, seg_new_doc, gold, templates, hist_o
                 hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
             for t in range(seeds.shape[0]):
                 out[i, t] = sequence_key(t, i, start, end, templates,
-                                         lex_rows, lex, tags, pred, hist)
+                                         lex_rows, lex, inputs, pred, hist)
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])

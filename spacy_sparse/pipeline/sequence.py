@@ -23,19 +23,19 @@ from .batching import DocBatch
 NO_FIXED = np.zeros(0, dtype=np.int32)
 NO_BIAS = np.zeros(0, dtype=np.float32)  # no label bias (predict_sequence)
 ALWAYS = np.zeros((0, 3), dtype=np.int32)
-NO_TAGS = np.zeros((0, 2), dtype=np.uint64)
+NO_INPUTS = np.zeros((0, 2), dtype=np.uint64)
 NO_SUMS = np.zeros((0, 1, 1), dtype=np.float32)
 SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
 
 
-def input_tags(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
+def token_inputs(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
     """Per token, the tag_ hash as the docs come in (what `ptag` atoms read)
     and whether whitespace follows it (`space`: 1 or 0), or an empty array when
     no template reads either."""
     if not np.isin(model.atom_src, (HISTORY_ATTRS["ptag"], HISTORY_ATTRS["space"])).any():
-        return NO_TAGS
+        return NO_INPUTS
     parts = [doc.to_array([TAG, SPACY]).astype(np.uint64) for doc in docs if len(doc)]
-    return np.concatenate(parts) if parts else NO_TAGS
+    return np.concatenate(parts) if parts else NO_INPUTS
 
 
 class WordRowCache:
@@ -140,13 +140,13 @@ class SequencePipe(SparsePipe):
         margin, thr = self._stop_rule(len(model.seeds))
         W = model.weights(stale_steps=stale_steps)
         fixed = self._fixed(docs, batch)
-        tags = input_tags(docs, model)
+        inputs = token_inputs(docs, model)
         summed = self.summed_words and margin < 0
         column, type_rows, slot_pos, sums = self._word_rows.for_batch(model, batch, W, summed)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
-                batch.lex_rows, batch.lex, tags, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
+                batch.lex_rows, batch.lex, inputs, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
                 model.tab, W, self._allowed, fixed, self._hist_of, column,
                 type_rows, slot_pos, sums, self._label_bias(), margin, thr, pred, used,
             )
@@ -163,7 +163,7 @@ class SequencePipe(SparsePipe):
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         return train_sequence(
-            batch.lex_rows, batch.lex, input_tags(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
+            batch.lex_rows, batch.lex, token_inputs(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
             neg_when,
             model.template_arrays, model.tables(), model.learner_state(),
             model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
@@ -183,7 +183,7 @@ class SequencePipe(SparsePipe):
             batch = DocBatch(docs, self.lexicon, self.by_sents)
             gold = self._gold(part, batch.n_tokens)
             keys = np.zeros((batch.n_tokens, len(model.templates)), dtype=np.uint64)
-            gold_keys(batch.lex_rows, batch.lex, input_tags(docs, model), batch.seg_off, batch.seg_new_doc,
+            gold_keys(batch.lex_rows, batch.lex, token_inputs(docs, model), batch.seg_off, batch.seg_new_doc,
                       gold, model.template_arrays, self._hist_of, keys)
             all_keys.append(keys)
             all_gold.append(gold)
