@@ -148,15 +148,18 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     from spacy_sparse.kernels.scoring import find_row
     from spacy_sparse.kernels.sequence import UNSET, sequence_key
 
-    templates = ["lower@0", "suf3@0", "lower@-2", "shape@1", "tag@-1", "lower@0+lower@1", "tag@-1+suf2@0"]
+    templates = ["lower@0", "suf3@0", "lower@-2", "shape@1", "tag@-1", "lower@0+lower@1", "tag@-1+suf2@0",
+                 "suf3@1+shape@1", "space@0+lower@0"]
     nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1, templates=templates)
     docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:15])]
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
     W = m.weights()
     column, rows, slot_pos, sums = tagger._word_rows.for_batch(m, batch, W, True)
-    one_word = [len(t.atoms) == 1 and t.atoms[0].attr != "tag" for t in m.templates]
-    assert one_word == [c >= 0 for c in column] and sum(one_word) == 4
+    # several atoms of one word count ("suf3@1+shape@1"); a per-token atom ("space") does not
+    one_word = [len({a.pos for a in t.atoms}) == 1 and all(a.attr not in ("tag", "space") for a in t.atoms)
+                for t in m.templates]
+    assert one_word == [c >= 0 for c in column] and sum(one_word) == 5
     pred = np.zeros(batch.n_tokens, dtype=np.int32)
     hist = np.zeros(0, dtype=np.uint64)
     found = 0

@@ -60,10 +60,12 @@ NO_BOOK = np.zeros(1, dtype=np.float32)
 UNSET = np.int32(-2)  # word_rows: a word type whose rows are not looked up yet
 
 
-def word_columns(seeds: np.ndarray, atom_off: np.ndarray, atom_src: np.ndarray) -> np.ndarray:
-    """Column of each one-word template (one lexical atom: its key depends
-    on a single word) in the per-type row cache; -1 for the others."""
-    one_word = (np.diff(atom_off) == 1) & (atom_src[atom_off[:-1]] >= 0)
+def word_columns(seeds: np.ndarray, atom_off: np.ndarray, atom_src: np.ndarray, atom_pos: np.ndarray) -> np.ndarray:
+    """Column of each one-word template (lexical atoms that all read the
+    same word, "suf3@0+shape@0" as well as "lower@0": its key depends on
+    that word's type alone) in the per-type row cache; -1 for the others."""
+    one_word = np.array([bool(np.all(atom_src[a:b] >= 0)) and bool(np.all(atom_pos[a:b] == atom_pos[a]))
+                         for a, b in zip(atom_off[:-1], atom_off[1:])], dtype=bool)
     column = np.full(seeds.shape[0], -1, dtype=np.int32)
     column[one_word] = np.arange(int(one_word.sum()), dtype=np.int32)
     return column
@@ -83,9 +85,11 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, ro
         for t in range(seeds.shape[0]):
             c = column[t]
             if c >= 0:
-                # sequence_key of a one-atom template inside a segment, written out
-                key = finish_key(mix(seeds[t], lex[w, atom_src[atom_off[t]]]))
-                rows[w, c] = find_row(tab, tab_off, t, key)
+                # sequence_key of a one-word template inside a segment, written out
+                h = seeds[t]
+                for a in range(atom_off[t], atom_off[t + 1]):
+                    h = mix(h, lex[w, atom_src[a]])
+                rows[w, c] = find_row(tab, tab_off, t, finish_key(h))
 
 
 def word_slots(column: np.ndarray, atom_off: np.ndarray, atom_pos: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

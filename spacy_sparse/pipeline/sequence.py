@@ -70,7 +70,7 @@ class WordRowCache:
             stamp = (model.version, batch.lex_generation)
             if model is not self._model or stamp != self._stamp:
                 self._model, self._stamp = model, stamp
-                self.column = word_columns(model.seeds, model.atom_off, model.atom_src)
+                self.column = word_columns(model.seeds, model.atom_off, model.atom_src, model.atom_pos)
                 self.rows = np.full((0, max(1, int((self.column >= 0).sum()))), UNSET, dtype=np.int32)
                 self.slot, self.slot_pos = word_slots(self.column, model.atom_off, model.atom_pos)
                 self.sums, self.filled = NO_SUMS, np.zeros(0, dtype=np.bool_)
