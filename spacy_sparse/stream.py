@@ -312,6 +312,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     run with a RuntimeError (the docs before its batch are written), not a
     hang; the pool's thread may then still wait on the dead worker's pipe,
     so the `tag` command leaves with os._exit."""
+    import gc
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -321,6 +322,10 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     global _WORKER_NLP
     nlp("Warm up the kernels before forking.")
     _WORKER_NLP = nlp
+    # Objects the parent made (vocab, strings, the pipeline) move out of the
+    # collector's reach: a worker's collections would otherwise write to each
+    # of them and copy every page they share with the parent.
+    gc.freeze()
     pending: deque = deque()
 
     def result_of(future) -> Tuple[List[str], int]:
@@ -361,6 +366,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
                 child.terminate()
         pool.shutdown(wait=not pending, cancel_futures=True)
         _WORKER_NLP = None
+        gc.unfreeze()
     return stats
 
 
