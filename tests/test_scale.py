@@ -211,6 +211,23 @@ def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
     assert outs[0] == outs[1] and outs[0].count(b"\n") == len(lines) - 1
 
 
+def test_worker_processes_leave_the_parents_collector_as_it_was():
+    """The parent freezes its objects before forking workers (so their collections do not copy the pages they
+    share) and unfreezes them after, so a program that calls annotate keeps collecting its own garbage."""
+    script = (
+        "import gc, io, spacy_sparse\n"
+        "from spacy_sparse.stream import JsonlWriter, annotate\n"
+        "nlp = spacy_sparse.load_default('tagger')\n"
+        "out = io.StringIO()\n"
+        f"records = [(t, i) for i, t in enumerate({TEXTS!r} * 20, start=1)]\n"
+        "stats = annotate(nlp, records, JsonlWriter(out), batch_size=4, n_process=2)\n"
+        "print(stats['docs'], out.getvalue().count('\\n'), gc.get_freeze_count())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["60", "60", "0"]
+
+
 def test_work_units_are_cut_by_docs_or_by_characters(ewt_refs):
     """The units workers take: at most max_docs records or about max_chars of text each, in input order,
     every record once (so a few long docs cannot become a few huge units and idle a worker)."""
