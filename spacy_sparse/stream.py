@@ -17,6 +17,44 @@ from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
 FORMATS = ("text", "jsonl")
+
+# A stop signal (stop_on_signal) that comes while annotate writes a doc and
+# counts it waits until both are done, so the count it reports is what was
+# written (a signal between the two had made it one short).
+_writing = False
+_held_signal: Optional[int] = None
+
+
+def stop_on_signal(signum: int, frame: Any = None) -> None:
+    """Handler for SIGINT/SIGTERM: stop nlp.pipe's worker processes at once
+    (spaCy joins them as the pipe closes, and they would first finish the
+    batches queued for them), then unwind with KeyboardInterrupt to the
+    caller of annotate, which reports what was written; while a doc is being
+    written and counted, only note the signal (annotate acts on it next)."""
+    global _held_signal
+    if _writing:
+        _held_signal = signum
+        return
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.terminate()
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _counted(write: Callable[[], None], stats: Dict[str, int], docs: int, words: int) -> None:
+    """write(), then add to the counts, as one step for stop_on_signal."""
+    global _writing, _held_signal
+    _writing = True
+    try:
+        write()
+        stats["docs"] += docs
+        stats["words"] += words
+    finally:
+        _writing = False
+    if _held_signal is not None:
+        signum, _held_signal = _held_signal, None
+        stop_on_signal(signum)
 ON_ERROR = ("skip", "fail")
 
 
@@ -243,9 +281,7 @@ def annotate(
         return _annotate_in_processes(nlp, records, writer, batch_size, n_process, progress, stats)
     try:
         for doc, line in nlp.pipe(records, as_tuples=True, batch_size=batch_size, n_process=n_process):
-            writer.write(doc, line)
-            stats["docs"] += 1
-            stats["words"] += len(doc)
+            _counted(lambda: writer.write(doc, line), stats, 1, len(doc))
             if progress is not None:
                 progress(len(doc))
     finally:
@@ -342,9 +378,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
 
     def emit(future) -> None:
         lines, words = result_of(future)
-        writer.write_lines(lines)
-        stats["docs"] += len(lines)
-        stats["words"] += words
+        _counted(lambda: writer.write_lines(lines), stats, len(lines), words)
         if progress is not None:
             progress(words)
 

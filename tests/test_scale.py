@@ -194,6 +194,25 @@ def test_an_interrupted_tag_leaves_valid_output_and_no_workers(tmp_path, n_proce
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
 
 
+def test_a_stop_signal_while_a_doc_is_written_waits_until_it_is_counted():
+    """A SIGTERM that lands between writing a doc and counting it once made `tag` report one doc fewer than it
+    wrote; now the handler waits for both, then stops the run."""
+    from spacy_sparse import stream
+
+    stats = {"docs": 0, "words": 0}
+    written = []
+
+    def write():
+        written.append(1)
+        stream.stop_on_signal(15)  # the signal lands mid-write
+
+    with pytest.raises(KeyboardInterrupt):
+        stream._counted(write, stats, 1, 7)
+    assert written == [1] and stats == {"docs": 1, "words": 7}
+    stream._counted(lambda: written.append(2), stats, 1, 3)  # nothing held over: the next doc goes through
+    assert written == [1, 2] and stats == {"docs": 2, "words": 10}
+
+
 def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
     """tag --n-process 2 (workers tokenize, annotate and serialize; the parent writes in input order) gives
     the bytes of one process, bad lines reported by line number as before."""

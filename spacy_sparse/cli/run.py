@@ -68,17 +68,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _raise_interrupt(signum, frame) -> None:
-    """SIGINT/SIGTERM: stop nlp.pipe's worker processes at once (spaCy joins
-    them as the pipe closes, and they would first finish the batches queued
-    for them), then unwind to cmd_tag, which reports what was written."""
-    import multiprocessing
-
-    for child in multiprocessing.active_children():
-        child.terminate()
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def _stop_workers() -> None:
     """After an interrupt with worker processes: stop any that are left and
     leave at once. The output is closed and complete; multiprocessing's exit
@@ -97,7 +86,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     """Stream a corpus through a pipeline in bounded memory."""
     from tqdm import tqdm
 
-    from ..stream import DocBinWriter, JsonlWriter, RecordReader, annotate
+    from ..stream import DocBinWriter, JsonlWriter, RecordReader, annotate, stop_on_signal
 
     fmt = args.format or ("jsonl" if str(args.input).endswith((".jsonl", ".json")) else "text")
     if args.input != "-" and args.output != "-" and Path(args.output).exists() and \
@@ -120,7 +109,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     stats = {"docs": 0, "words": 0}
     interrupted: Optional[BaseException] = None
     failed: Optional[BaseException] = None
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, stop_on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         annotate(nlp, reader, writer, batch_size=args.batch_size, n_process=args.n_process,
                  progress=bar.update, stats=stats)
