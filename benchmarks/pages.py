@@ -194,7 +194,9 @@ def page() -> str:
                   "`spacy_sparse.load_default(...)` for the shipped pipelines, `spacy.load` for others, "
                   "`nlp(sentence)`), minus the same for `spacy.blank(\"en\")`, processes taking turns; "
                   "numba's cache and Python's bytecode cache were warm (written by an earlier process or by "
-                  "pip at install).", "",
+                  "pip at install). The `numba-floor` row is `spacy.blank(\"en\")` and one call of a cached "
+                  "numba kernel of this package: numba's import, the registries its first call sets up and its "
+                  "share of the interpreter's teardown, which no numba component can go below.", "",
                   "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
                   "|---|---|---|---|"]
         for i, row in enumerate(cold[0]["rows"]):

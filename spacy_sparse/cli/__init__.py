@@ -6,6 +6,7 @@ One module per command group: `run` (demo, tag, tag-shards), `measure` (bench, r
 of the repository, not here.
 """
 import argparse
+import gc
 import os
 import sys
 from typing import List, Optional
@@ -36,5 +37,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
 
+def console_main() -> None:
+    """The commands' entry point (`python -m spacy_sparse`, `spacy-sparse`):
+    main(), then exit without the collector's passes over the whole heap
+    that the interpreter's teardown makes. Numba's registries leave some
+    160,000 objects behind them, and those passes cost every command about
+    0.3 s after its work is done. Freezing keeps the objects out of the
+    collector's reach; every object is still released by its reference
+    count, and the commands close what they write, so nothing is lost."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()
