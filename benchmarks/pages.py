@@ -262,6 +262,7 @@ def headline() -> Optional[str]:
     rows: List[str] = []
     meta: Dict[str, Any] = {}
     cnns: Dict[str, Dict[str, Any]] = {}
+    commits: Dict[str, None] = {}  # the rows' commits, in row order
     for stem, name in (("full_raw", "embedded full pipeline (`load_default()`)"),
                        ("pipeline_raw", "`configs/tagger_parser.cfg`"),
                        ("default_raw", "embedded tagger (`load_default(\"tagger\")`)"),
@@ -293,6 +294,7 @@ def headline() -> Optional[str]:
             cnns[c["model"]] = dict(c, words=span([r["compare"]["words_per_second"] for r in found]),
                                     scores=c.get("scores") or {row["metric"]: c.get("accuracy")})
         meta = meta or first.get("meta", {})
+        commits.setdefault(first.get("meta", {}).get("commit", "?"), None)
     if not rows:
         return None
     table = ["| EWT test, raw text | tag acc | LAS | sentence F | tag / LAS, gold tokens + sentences | words/s | "
@@ -305,9 +307,10 @@ def headline() -> Optional[str]:
     table.append("")
     table.append(f"Each pipeline as it loads: margin none (every template) unless the row names a margin picked on "
                  f"EWT dev. Each row is compared with the CNN that does the same job, in the same "
-                 f"run. {m.get('cores', '?')}-core {m.get('cpu', '?')}, {meta.get('date', '?')}, "
-                 f"commit `{meta.get('commit', '?')}`; words/s is the range over the runs; commands and the other "
-                 "margins: [docs/benchmarks.md](docs/benchmarks.md).")
+                 f"run (– where no CNN ran beside it). {m.get('cores', '?')}-core {m.get('cpu', '?')}, "
+                 f"{meta.get('date', '?')}, commit{'s' if len(commits) > 1 else ''} "
+                 f"{', '.join(f'`{c}`' for c in commits)}; words/s is the range over the runs; commands, dates "
+                 "and the other margins: [docs/benchmarks.md](docs/benchmarks.md).")
     return "\n".join(table)
 
 

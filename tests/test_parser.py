@@ -408,3 +408,27 @@ def test_prediction_tables_hold_only_features_with_rows(trained, ewt_refs):
         assert [[t.head.i for t in d] for d in parser.pipe([d.copy() for d in docs])] == heads
     finally:
         parser.sparse = model
+
+
+def test_order_by_weights_ranks_templates_by_their_weight_norm(trained_parser, tmp_path):
+    """`order-by-weights` writes every template of the trained parser once, largest weight norm first; the
+    norms are recomputed here from the dense weights, one template at a time."""
+    import srsly
+
+    from conftest import run
+
+    nlp, parser = trained_parser
+    nlp.to_disk(tmp_path / "p")
+    run("spacy_sparse", "order-by-weights", str(tmp_path / "p"), str(tmp_path / "order.json"))
+    order = srsly.read_json(tmp_path / "order.json")
+    model = parser.sparse
+    assert sorted(order) == sorted(model.template_names) and len(set(order)) == len(order)
+    dense = model.weights().astype(np.float64)
+    n = int(model.n_rows[0])
+    norm = {name: float(np.sqrt((dense[:n][model.row_tpl[:n] == t] ** 2).sum()))
+            for t, name in enumerate(model.template_names)}
+    ranked = [norm[name] for name in order]
+    assert ranked == sorted(ranked, reverse=True) and ranked[0] > ranked[-1] > 0
+    with pytest.raises(AssertionError, match=r"trained sparse component .x."):
+        run("spacy_sparse", "order-by-weights", str(tmp_path / "p"), str(tmp_path / "o2.json"), "--component", "x")
+

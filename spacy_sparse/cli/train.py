@@ -35,6 +35,22 @@ def cmd_order(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_order_by_weights(args: argparse.Namespace) -> int:
+    import spacy
+
+    from ..learn.ordering import weight_norm_order
+    from ..loading import resolve_model
+
+    nlp = spacy.load(resolve_model(args.model))
+    if args.component not in nlp.pipe_names or getattr(nlp.get_pipe(args.component), "sparse", None) is None:
+        raise ValueError(f"{args.model} has no trained sparse component {args.component!r} "
+                         f"(it has: {', '.join(nlp.pipe_names)})")
+    order = weight_norm_order(nlp.get_pipe(args.component).sparse)
+    srsly.write_json(args.output, order)
+    msg.good(f"Wrote the weight-norm order of {len(order)} templates of {args.component} to {args.output}")
+    return 0
+
+
 def cmd_jackknife(args: argparse.Namespace) -> int:
     from ..jackknife import jackknife_tags
 
@@ -224,6 +240,12 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=float, default=0.4, help="GOMP: lambda_i = columns_i ** alpha")
     p.add_argument("--tags", action="store_true", help="give the model the corpus's tags (the chunker's ptag)")
     p.set_defaults(func=cmd_order)
+
+    p = sub.add_parser("order-by-weights", help="order a trained component's templates by the norm of their weights")
+    p.add_argument("model", help='a trained pipeline directory, "default" or "default-tagger"')
+    p.add_argument("output", help="ordering file (JSON list of template names)")
+    p.add_argument("--component", default="sparse_parser")
+    p.set_defaults(func=cmd_order_by_weights)
 
     p = sub.add_parser("jackknife", help="tag the training data with k taggers that never saw their fold (for parser training)")
     p.add_argument("config", help="tagger training config, e.g. configs/tagger.cfg")

@@ -12,7 +12,11 @@ as the same ordering file (a JSON list of template names):
 - GOMP: stagewise, add the template whose one-hot features best fit the
   residual of a softmax model on the templates chosen so far, with the
   regularized covariance of Appendix B (lambda_i = columns_i ** alpha),
-  then refit.
+  then refit;
+- weights: read off a model trained on all templates, largest group norm
+  (the L2 norm of all the template's weights) first: the group lasso's
+  criterion without its path, and the only one of these that costs no
+  training beyond the model a recipe makes anyway.
 """
 import math
 import random
@@ -25,6 +29,7 @@ from tqdm import tqdm
 
 from ..bench import ACCURACY_KEYS
 from ..lexicon import ambiguity_classes
+from ..model import SparseLinearModel
 from ..pipeline.base import SparsePipe
 
 
@@ -240,3 +245,14 @@ def gomp_order(
         log(f"{step + 1:>3} {names[best]:<45} train accuracy {acc:.4f}")
     rest = sorted(remaining, key=lambda t: (-gains.get(t, 0.0), t))
     return [names[t] for t in chosen + rest]
+
+
+def weight_norm_order(model: SparseLinearModel) -> List[str]:
+    """The model's templates by the L2 norm of their weights, largest first
+    (ties keep the model's order)."""
+    ptr, _, values = model.compact()
+    n = int(model.n_rows[0])
+    per_row = np.bincount(np.repeat(np.arange(n), np.diff(ptr[:n + 1])), weights=values.astype(np.float64) ** 2,
+                          minlength=n)
+    norms = np.bincount(model.row_tpl[:n], weights=per_row, minlength=len(model.templates))
+    return [model.template_names[i] for i in np.argsort(-norms, kind="stable")]
