@@ -35,6 +35,8 @@ BENCH_SECTIONS = [
      "made from it)."),
     ("full_gold", "Embedded full pipeline with gold tokens and gold sentences",
      "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
+    ("pipeline_gold", "Float pipeline (`configs/tagger_parser.cfg`) with gold tokens and gold sentences",
+     "The same setting for the float pipeline of `configs/tagger_parser.cfg`."),
     ("default_raw", "Embedded tagger on raw text",
      "`spacy_sparse.load_default(\"tagger\")` (the small DC-ADMM tagger the package ships) on EWT test, raw text "
      "as above. Compared with spaCy's CNN efficiency tagger (`configs/cnn_tagger.cfg`) trained on the same data, "
