@@ -37,6 +37,11 @@ BENCH_SECTIONS = [
      "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
     ("pipeline_gold", "Float pipeline (`configs/tagger_parser.cfg`) with gold tokens and gold sentences",
      "The same setting for the float pipeline of `configs/tagger_parser.cfg`."),
+    ("senter_raw", "Sentence segmenter (`configs/senter.cfg`) on raw text",
+     "The segmenter alone (`spacy project run train-senter`: no tags, spaCy's tokens of the raw text) on EWT test "
+     "raw text as above, against spaCy's rule-based `sentencizer` on the same docs in the same run (`bench "
+     "--compare sentencizer`). The segmenter of the full pipelines reads the tagger's tags as well; its sentence F "
+     "is in their tables."),
     ("default_raw", "Embedded tagger on raw text",
      "`spacy_sparse.load_default(\"tagger\")` (the small DC-ADMM tagger the package ships) on EWT test, raw text "
      "as above. Compared with spaCy's CNN efficiency tagger (`configs/cnn_tagger.cfg`) trained on the same data, "

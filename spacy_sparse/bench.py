@@ -29,7 +29,7 @@ from .pipeline.settings import check_margin_decay
 from .readers import bare_copy
 
 # The score each task is judged by, first match wins.
-ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las")
+ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f")
 TEXT_MODES = ("raw", "gold")
 
 
@@ -197,6 +197,17 @@ def parse_decays(text: str) -> List[float]:
     return decays
 
 
+def comparison_pipeline(compare: str, lang: str) -> Language:
+    """What `bench --compare` times beside the model: a pipeline directory,
+    or "sentencizer": spaCy's rule-based sentence splitter alone, in a blank
+    pipeline of the model's language (the baseline of a segmenter)."""
+    if compare == "sentencizer":
+        other = spacy.blank(lang)
+        other.add_pipe("sentencizer")
+        return other
+    return spacy.load(compare)
+
+
 def run_bench(
     model: str,
     data: Path,
@@ -273,7 +284,7 @@ def run_bench(
                               "pipeline_bytes": directory_bytes(model),
                               "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
     if compare:
-        other = spacy.load(compare)
+        other = comparison_pipeline(compare, nlp.lang)
         other_docs = input_docs(other, references, text, sents, tags)
         time_pipe(other, other_docs[:20], 1)
         other_wps = time_pipe(other, other_docs, repeat)

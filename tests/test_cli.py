@@ -55,6 +55,25 @@ def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
     assert "ratio_vs_compare" in rows[0]
 
 
+def test_bench_compares_with_the_rule_sentencizer(trained_dir, corpus):
+    """`--compare sentencizer` times and scores spaCy's rule-based sentence splitter on the same raw text: its
+    sentence F is spaCy's scorer's on those docs, computed here again."""
+    from spacy.scorer import Scorer
+    from spacy.training import Example
+
+    from spacy_sparse.bench import run_bench
+
+    result = run_bench(str(trained_dir), corpus / "dev.spacy", [None], compare="sentencizer", repeat=1)
+    other = result["compare"]
+    assert other["model"] == "sentencizer" and other["pipeline_bytes"] is None and other["words_per_second"] > 0
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    refs = list(DocBin().from_disk(corpus / "dev.spacy").get_docs(nlp.vocab))
+    expected = Scorer(nlp).score([Example(nlp(r.text), r) for r in refs])["sents_f"]
+    assert 0.3 < other["scores"]["sents_f"] == pytest.approx(expected)
+    assert result["rows"][0]["ratio_vs_compare"] > 0
+
+
 def test_report_cli_json(trained_dir):
     report = json.loads(run("spacy_sparse", "report", str(trained_dir), "--json"))
     stats = report["sparse_tagger"]

@@ -183,7 +183,8 @@ def register(sub) -> None:
     p.add_argument("--margins", default="none,45,35,30,25,20")
     p.add_argument("--decays", help="margin decays to run every margin at, e.g. 1,0.96 (default: the model's own)")
     p.add_argument("--component", help="name of the sparse component whose margin varies (default: the last)")
-    p.add_argument("--compare", help="another spaCy pipeline to time on the same docs")
+    p.add_argument("--compare", help='another spaCy pipeline to time on the same docs, or "sentencizer" '
+                   "(spaCy's rule-based sentence splitter alone)")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
     p.add_argument("--gold-tokens", action="store_true",
                    help="feed the gold tokens instead of raw text through the pipeline's tokenizer")
