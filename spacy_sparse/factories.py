@@ -12,6 +12,7 @@ from .pipeline.settings import COMMON_DEFAULTS
 
 if TYPE_CHECKING:
     from .pipeline import SparseNER, SparseParser, SparseSenter, SparseTagger
+    from .pipeline.upos import SparseUpos
 
 
 DEFAULT_TAGGER_CONFIG = {
@@ -234,3 +235,21 @@ def make_sparse_parser(
         n_threads=n_threads, explore=explore, explore_after=explore_after, min_lifted=min_lifted,
         whole_docs=whole_docs, stray=stray, scorer=scorer,
     )
+
+
+@Language.factory(
+    "sparse_upos",
+    assigns=["token.pos"],
+    requires=["token.tag"],
+    default_config={"min_word_count": 3},
+    default_score_weights={"pos_acc": 1.0},
+)
+def make_sparse_upos(nlp: Language, name: str, min_word_count: int) -> "SparseUpos":
+    """Create the UPOS mapper: token.pos_ from token.tag_, token.dep_ and the word, by tables counted at
+    initialize on the training data (put it after the tagger and the parser).
+
+    min_word_count (int): training tokens a (tag, label, word) needs for a row of its own.
+    """
+    from .pipeline.upos import SparseUpos
+
+    return SparseUpos(nlp.vocab, name, min_word_count=min_word_count)
