@@ -15,23 +15,23 @@ from conftest import EWT
 SHIPPED_TEST_ACCURACY = 0.9461
 # The full pipeline on the first 60 docs of EWT test as raw text, when it was shipped (docs/benchmarks.md has
 # the whole split): tags, LAS, sentence F.
-SHIPPED_FULL = {"tag_acc": 0.9549, "dep_las": 0.7944, "sents_f": 0.812}
+SHIPPED_FULL = {"tag_acc": 0.9549, "pos_acc": 0.9562, "dep_las": 0.7944, "sents_f": 0.812}
 
 
 def test_full_pipeline_parses_raw_text_as_when_shipped():
-    """load_default() is segmenter + tagger + parser; on raw EWT test text it keeps its shipped scores."""
+    """load_default() is segmenter + tagger + parser + UPOS; on raw EWT test text it keeps its shipped scores."""
     from spacy.training import Example
     from spacy.training.converters import conllu_to_docs
 
     nlp = spacy_sparse.load_default()
-    assert nlp.pipe_names == ["sparse_tagger", "sparse_senter", "sparse_parser"]
+    assert nlp.pipe_names == ["sparse_tagger", "sparse_senter", "sparse_parser", "sparse_upos"]
     text = (EWT / "en_ewt-ud-test.conllu").read_text(encoding="utf8")
     refs = list(conllu_to_docs(text, n_sents=10, no_print=True))[:60]
     docs = list(nlp.pipe(r.text for r in refs))
     scores = nlp.evaluate([Example(nlp.make_doc(r.text), r) for r in refs])
     for key, shipped in SHIPPED_FULL.items():
         assert scores[key] >= shipped - 0.0005, (key, scores[key])
-    assert all(t.dep_ and t.tag_ for d in docs for t in d)
+    assert all(t.dep_ and t.tag_ and t.pos_ for d in docs for t in d)
     size = sum(p.stat().st_size for p in spacy_sparse.DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     assert size < 10_000_000
 
@@ -68,7 +68,8 @@ def test_load_default_skips_only_a_tokenizer_the_config_rebuilds(kind):
     assert nlp.pipe_names == spacy.load(path).pipe_names
     if kind == "full":
         assert spacy_sparse.load_default(kind, exclude=["sparse_parser"]).pipe_names == ["sparse_tagger",
-                                                                                          "sparse_senter"]
+                                                                                          "sparse_senter",
+                                                                                          "sparse_upos"]
 
 
 def test_demo_command_tags_the_sample(capsys):
