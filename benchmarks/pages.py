@@ -24,7 +24,7 @@ HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->
 BENCH_SECTIONS = [
     ("full_raw", "Embedded full pipeline on raw text",
      "`spacy_sparse.load_default()` (the segmenter, tagger and parser of `configs/tagger_parser.cfg`, each rounded by "
-     "QT with L0 terms: `spacy project run compress-default`) "
+     "QT with L0 terms: `spacy project run compress-default`, and its `sparse_upos` table) "
      "on EWT test: each document's text through spaCy's tokenizer, no sentence boundaries, scored by spaCy's scorer "
      "through the alignment (what `spacy evaluate` does without `--gold-preproc`). The margin is the parser's. "
      "Compared with spaCy's CNN efficiency tagger + parser (`configs/cnn_tagger_parser.cfg`, trained on spaCy's "
