@@ -12,7 +12,6 @@ pipeline it would end.
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
-import srsly
 from spacy import util
 from spacy.attrs import DEP, LOWER, POS, TAG
 from spacy.language import Language
@@ -33,7 +32,7 @@ MAX_ROWS = 1_000_000
 
 
 def _keys(tag: np.ndarray, dep: np.ndarray, lower: Optional[np.ndarray] = None) -> np.ndarray:
-    """One uint64 key per (tag, label[, word]) of string hashes (wrapping arithmetic)."""
+    """One uint64 key per (tag, label[, word]) of string ids (wrapping arithmetic)."""
     key = tag * MUL + dep
     return key if lower is None else key * MUL + lower
 
@@ -74,7 +73,7 @@ class UposTable:
         return np.where(known[at] == keys, values[at], np.uint64(0))
 
     def lookup(self, columns: np.ndarray) -> np.ndarray:
-        """UPOS symbols for rows of (TAG, DEP, LOWER, POS) hashes: the word's row, else the (tag, label)'s,
+        """UPOS symbols for rows of (TAG, DEP, LOWER, POS) from Doc.to_array: the word's row, else the (tag, label)'s,
         else the tag's; the POS a token has already where it has no tag or a tag the tables never saw."""
         tag, dep, lower, before = columns[:, 0], columns[:, 1], columns[:, 2], columns[:, 3]
         out = self._find(tag, self.levels[0])
@@ -186,19 +185,21 @@ class SparseUpos(Pipe):
             return self.scorer(examples, **kwargs)
         return Scorer.score_token_attr(examples, "pos", **kwargs)
 
-    # ---- serialization: the table as msgpack data ----
+    # ---- serialization: the table as msgpack data in the model files' checksummed envelope ----
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        from .. import codec
+
         if self.table is None:
             raise ValueError(f"{self.name} has no tables to save")
-        return srsly.msgpack_dumps(self.table.to_msg())
+        return codec.seal(self.table.to_msg())
 
     def from_bytes(self, data: bytes, *, exclude: Iterable[str] = tuple()) -> "SparseUpos":
+        from .. import codec
+
         try:
-            self.table = UposTable.from_msg(srsly.msgpack_loads(data))
+            self.table = UposTable.from_msg(codec.unseal(data))
         except ValueError as err:
             raise ValueError(f"Cannot load {self.name!r}: {err}") from None
-        except Exception as err:  # msgpack's own errors on bytes that are not msgpack
-            raise ValueError(f"Cannot load {self.name!r}: not msgpack data ({type(err).__name__})") from None
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
