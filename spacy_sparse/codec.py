@@ -12,7 +12,9 @@ Format 4 (what `encode` writes; `decode` reads versions 1-4):
   `row_entry`, one integer per weight packing the label's step within its
   row with the weight's code; identical rows may be stored once, with
   `feature_row` giving each feature's row;
-- `class_keys`, `class_values`: the ambiguity classes of the `amb` atom.
+- `class_keys`, `class_values`: the ambiguity classes of the `amb` atom;
+- `cluster_keys`, `cluster_paths` (only in a model whose templates read
+  word clusters): its cluster table (clusters.py).
 
 Integer arrays are zlib-compressed byte plane by byte plane. Decoding is
 data only: every field's type, length and range is checked, and declared
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from . import clusters as word_clusters
 from .kernels.hashing import fold_keys
 from .kernels.rows import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK, expand_rows, gather_rows
 
@@ -101,6 +104,8 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
         "class_values": _zipped(np.array([model.lex_classes[k] for k in class_keys.tolist()], dtype=np.uint64),
                                 planes=False),
     }
+    if model.lex_clusters:
+        out.update(word_clusters.encode(model.lex_clusters))
     if not grouped:
         out.update(weights="float", row_length=row_len.astype(_len_dtype(model.n_labels)),
                    row_label=labels, row_value=values)
@@ -162,6 +167,7 @@ def decode(msg: Any) -> "SparseLinearModel":
     if class_keys.shape != class_values.shape:
         raise ValueError("Corrupt model: ambiguity class arrays disagree in length")
     model.lex_classes = dict(zip(class_keys.tolist(), class_values.tolist()))
+    model.lex_clusters = word_clusters.decode(msg)
     return model
 
 

@@ -18,6 +18,7 @@ LEX_ATTRS: Tuple[str, ...] = (
     "suf1", "suf2", "suf3", "suf4",
     "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct",
     "amb", "cshape",
+    "clu4", "clu6", "clu10", "clu",  # Brown cluster path prefixes (clusters.py)
 )
 LEX_COLUMN: Dict[str, int] = {name: i for i, name in enumerate(LEX_ATTRS)}
 LOWER = LEX_COLUMN["lower"]  # the column the `hist` memory is keyed by

@@ -19,6 +19,7 @@ import numpy as np
 from spacy.strings import get_string_id
 from spacy.vocab import Vocab
 
+from . import clusters as word_clusters
 from .kernels.hashing import capacity_for, fill_tables, find_many, new_table
 from .templates import LEX_ATTRS
 
@@ -31,9 +32,11 @@ def _hash(text: str) -> int:
     return get_string_id(text) if text else 0
 
 
-def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None) -> Tuple[int, ...]:
+def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None,
+                  clusters: Optional[Dict[int, int]] = None) -> Tuple[int, ...]:
     """Atom values of one word form, in the column order of LEX_ATTRS.
-    `classes` maps a lowercase form's hash to its ambiguity class value."""
+    `classes` maps a lowercase form's hash to its ambiguity class value,
+    `clusters` a form's folded hash to its cluster path (clusters.py)."""
     lex = vocab[text]
     lower = _hash(text.lower())
     digit = any(c.isdigit() for c in text)
@@ -50,6 +53,7 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         "has_hyphen": int("-" in text),
         "has_digit": int(digit),
         "is_punct": int(lex.is_punct),
+        **word_clusters.atoms(clusters or {}, text),
     }
     for k in (1, 2, 3, 4):
         values[f"pre{k}"] = _hash(text[:k])
@@ -74,6 +78,7 @@ class Lexicon:
     def __init__(self, vocab: Vocab, classes: Optional[Dict[int, int]] = None):
         self.vocab = vocab
         self.classes = dict(classes or {})
+        self.clusters: Dict[int, int] = {}
         self._lock = threading.Lock()
         self._generation = 0
         self._reset()
@@ -83,6 +88,13 @@ class Lexicon:
         with self._lock:
             if classes != self.classes:
                 self.classes = dict(classes)
+                self._reset()
+
+    def set_clusters(self, clusters: Dict[int, int]) -> None:
+        """Use a model's word clusters; cached rows are recomputed."""
+        with self._lock:
+            if clusters != self.clusters:
+                self.clusters = dict(clusters)
                 self._reset()
 
     def _reset(self) -> None:
@@ -138,7 +150,7 @@ class Lexicon:
             self._reset()
         tab, values, generation = self._snapshot
         texts = [self._text(int(o), other_vocabs) for o in new_orths]
-        fresh = np.array([lexical_atoms(self.vocab, text, self.classes) for text in texts], dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
+        fresh = np.array([lexical_atoms(self.vocab, text, self.classes, self.clusters) for text in texts], dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
         n_old, n_new = self._n, self._n + len(new_orths)
         if n_new + 1 > values.shape[0]:
             grown = np.zeros((2 * (n_new + 1), values.shape[1]), dtype=np.uint64)

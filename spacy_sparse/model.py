@@ -96,6 +96,8 @@ class SparseLinearModel:
         self.guard = ReadWriteGuard()
         # ambiguity classes: hash of a lowercase form -> hash of its class
         self.lex_classes: Dict[int, int] = {}
+        # word form (folded hash) -> Brown cluster path, for `clu*` atoms (clusters.py)
+        self.lex_clusters: Dict[int, int] = {}
 
     # ---- shape -----------------------------------------------------------
     @property

@@ -269,11 +269,24 @@ TAGGER_SPACE_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# Brown clusters of the word and its neighbours (clusters.py): what a word
+# seen rarely in training shares with the words it is distributed like.
+TAGGER_CLUSTER_TEMPLATES: Tuple[str, ...] = (
+    "clu@0",
+    "clu6@0",
+    "clu4@0",
+    "clu@1",
+    "clu@-1",
+)
+
+
 @registry.misc("spacy_sparse.tagger_templates.v1")
-def tagger_templates_v1(space: bool = False) -> List[str]:
+def tagger_templates_v1(space: bool = False, clusters: bool = False) -> List[str]:
     """The default tagging template set, in its cheap default order;
-    `space` adds templates over the whitespace around the token, at the end."""
-    return list(TAGGER_TEMPLATES) + (list(TAGGER_SPACE_TEMPLATES) if space else [])
+    `space` adds templates over the whitespace around the token, `clusters`
+    over word clusters (the component then needs a cluster table), at the end."""
+    return (list(TAGGER_TEMPLATES) + (list(TAGGER_SPACE_TEMPLATES) if space else [])
+            + (list(TAGGER_CLUSTER_TEMPLATES) if clusters else []))
 
 
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms
@@ -330,10 +343,24 @@ NER_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# Brown clusters around the token, at prefix lengths as Ratinov & Roth used them.
+NER_CLUSTER_TEMPLATES: Tuple[str, ...] = (
+    "clu@0",
+    "clu4@0",
+    "clu6@0",
+    "clu10@0",
+    "clu@-1",
+    "clu@1",
+    "clu6@-1+clu6@0",
+    "clu6@0+clu6@1",
+)
+
+
 @registry.misc("spacy_sparse.ner_templates.v1")
-def ner_templates_v1() -> List[str]:
-    """The default entity template set, in its cheap default order."""
-    return list(NER_TEMPLATES)
+def ner_templates_v1(clusters: bool = False) -> List[str]:
+    """The default entity template set, in its cheap default order;
+    `clusters` adds templates over word clusters at the end."""
+    return list(NER_TEMPLATES) + (list(NER_CLUSTER_TEMPLATES) if clusters else [])
 
 
 # A sentence-boundary set: does token 0 start a sentence? The evidence is
@@ -657,7 +684,24 @@ def has_move_atom(template: Template) -> bool:
 
 
 @registry.misc("spacy_sparse.parser_templates.v1")
-def parser_templates_v1(split: bool = False) -> List[str]:
+def parser_templates_v1(split: bool = False, clusters: bool = False) -> List[str]:
     """The default parsing template set, in its cheap default order; with
-    `split`, the label templates of split actions after it."""
-    return list(PARSER_TEMPLATES) + (list(LABEL_TEMPLATES) if split else [])
+    `split`, the label templates of split actions after it; with `clusters`,
+    templates over word clusters (Koo et al. 2008's kind) at the end."""
+    return (list(PARSER_TEMPLATES) + (list(LABEL_TEMPLATES) if split else [])
+            + (list(PARSER_CLUSTER_TEMPLATES) if clusters else []))
+
+
+# Brown clusters of the words in the head-dependent positions, alone and with tags.
+PARSER_CLUSTER_TEMPLATES: Tuple[str, ...] = (
+    "clu@S0",
+    "clu@B0",
+    "clu6@S0+clu6@B0",
+    "clu6@S0+tag@B0",
+    "tag@S0+clu6@B0",
+    "clu4@S0+clu4@B0",
+    "clu@S0+tag@S0",
+    "clu@B0+tag@B0",
+    "clu6@S1+clu6@S0",
+    "clu6@B1",
+)

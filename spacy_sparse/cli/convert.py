@@ -44,6 +44,24 @@ def cmd_convert_conll(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clusters(args: argparse.Namespace) -> int:
+    """A word-cluster source ("lookups", Liang's `paths` file, a table) ->
+    a table file that `clusters` settings take (and that the package ships
+    as en_brown_1000, made from "lookups")."""
+    from ..clusters import resolve, write_table
+
+    try:
+        table = resolve(args.source, args.lang)
+    except (OSError, ValueError) as err:
+        msg.fail(str(err), exits=1)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(write_table(table))
+    msg.good(f"{args.source} -> {out}: {len(table):,} word forms, {len(set(table.values())):,} clusters, "
+             f"{out.stat().st_size:,} bytes")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")
     p.add_argument("ud_dir")
@@ -58,3 +76,9 @@ def register(sub) -> None:
     p.add_argument("--chunks", action="store_true",
                    help="CoNLL-2000 chunking (token POS chunk): one doc per sentence, POS as tag_, chunks as ents")
     p.set_defaults(func=cmd_convert_conll)
+
+    p = sub.add_parser("clusters", help="word clusters (lookups, Liang's paths file) -> a table for `clusters` settings")
+    p.add_argument("source", help='"lookups" (spacy-lookups-data), a Liang brown-cluster `paths` file, or a table')
+    p.add_argument("output")
+    p.add_argument("--lang", default="en", help="language of the lookups table (default: en)")
+    p.set_defaults(func=cmd_clusters)

@@ -8,7 +8,7 @@ from examples, and how predictions are written onto docs.
 """
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import srsly
@@ -20,6 +20,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from .. import clusters as word_clusters
 from .. import codec
 from ..kernels.scoring import stop_margins
 from ..lexicon import Lexicon, ambiguity_classes
@@ -239,7 +240,27 @@ class SparsePipe(TrainablePipe):
         self.sparse.min_updates = self.min_updates
         self.sparse.lex_classes = dict(classes or {})
         self.lexicon.set_classes(self.sparse.lex_classes)
+        # a rebuilt model (refit, new templates) keeps the clusters it was given
+        self.sparse.lex_clusters = self.lexicon.clusters
         self._labels_changed()
+
+    def use_clusters(self, source: Optional[Union[str, Path]], lang: str = "en") -> None:
+        """Give the model a word-cluster table (clusters.py: a shipped name,
+        "lookups" or a path), or check that templates reading `clu*` atoms
+        are not left without one."""
+        model = self._require_model()
+        reads = sorted({a.attr for t in model.templates for a in t.atoms} & word_clusters.ATOMS)
+        if source is None:
+            if reads and not model.lex_clusters:
+                raise ValueError(f"{self.name!r} has templates reading word clusters ({', '.join(reads)}) but no "
+                                 "clusters: set clusters in [initialize.components." + self.name + "] "
+                                 f"(e.g. \"{next(iter(word_clusters.SHIPPED))}\")")
+            return
+        table = word_clusters.resolve(source, lang)
+        if not table:
+            raise ValueError(f"clusters {str(source)!r} hold no word")
+        model.lex_clusters = table
+        self.lexicon.set_clusters(table)
 
     def _labels_changed(self) -> None:
         """Hook: a subclass caches label-derived arrays here."""
@@ -256,16 +277,18 @@ class SparsePipe(TrainablePipe):
         nlp=None,
         labels: Optional[Sequence[str]] = None,
         order: Optional[Any] = None,
+        clusters: Optional[Union[str, Path]] = None,
     ) -> None:
         """Collect labels (or take `labels`, e.g. from `spacy init labels`),
         put templates in `order` (an ordering file path or list) and make an
-        empty model."""
+        empty model, with word `clusters` if its templates read them."""
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if labels is None:
             # labels given with add_label stay, as in spaCy's components
             labels = sorted(set(self.cfg["labels"]) | set(self._labels_from(get_examples())))
         pairs = self._word_labels(get_examples())
         self._build_model(list(labels), order, ambiguity_classes(pairs))
+        self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang)
         if self.cfg.get("min_count", 1) > 1:
             self._keep_frequent_features(list(get_examples()), self.cfg["min_count"])
 
@@ -432,6 +455,7 @@ class SparsePipe(TrainablePipe):
         self.sparse = model
         model.min_updates = self.min_updates
         self.lexicon.set_classes(model.lex_classes)
+        self.lexicon.set_clusters(model.lex_clusters)
         self.cfg["templates"] = model.template_names
         self.cfg["labels"] = list(model.labels)
         self._labels_changed()

@@ -179,10 +179,11 @@ class SparseParser(SparsePipe):
         self.cfg["labels"] = list(self._deps)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
-                   labels: Optional[Sequence[str]] = None, order: Optional[Any] = None) -> None:
+                   labels: Optional[Sequence[str]] = None, order: Optional[Any] = None,
+                   clusters: Optional[str] = None) -> None:
         """Collect the labels of the (projectivized) training trees, or take
         `labels` (from `spacy init labels`); the labels seen on roots become
-        root actions."""
+        root actions. `clusters`: word clusters for `clu*` atoms (clusters.py)."""
         validate_get_examples(get_examples, "SparseParser.initialize")
         counts: Counter = Counter()
         root_counts: Counter = Counter()
@@ -204,6 +205,7 @@ class SparseParser(SparsePipe):
         names = split_action_names(labels, roots) if split else action_names(labels, roots)
         # `amb` atoms read a word's ambiguity class: the tags it took in training
         self._build_model(names, order, ambiguity_classes(words))
+        self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang)
 
     def _arrange_templates(self, templates: List[str]) -> List[str]:
         """Move templates first, label templates (split actions) after,

@@ -1,0 +1,166 @@
+"""Word clusters: a word form -> its Brown cluster, for the `clu*` atoms.
+
+Brown clusters (a binary tree over the words of a large unlabelled corpus)
+give a word seen rarely or never in the training data the features of the
+words it is distributed like; that helps most on text from other domains.
+A cluster is a bit path ("0110..."), stored as an int with a leading 1
+(spaCy's `lexeme_cluster` encoding); the atoms read its first 4, 6 and 10
+bits and the whole path.
+
+A table maps a word form's 64-bit string hash, folded to 32 bits as feature
+keys are, to its path. It travels inside each model file that uses it, so a
+trained pipeline needs nothing else at run time. Sources (`clusters` in a
+component's `[initialize.components.*]` block):
+
+- "en_brown_1000": the table shipped in this package (1,000 clusters of about
+  190k English word forms, from spacy-lookups-data's `en_lexeme_cluster`, MIT);
+- "lookups": that same source read from an installed spacy-lookups-data for
+  the pipeline's language;
+- a path to Percy Liang's `brown-cluster` output (`paths`: bits, word, count,
+  tab-separated), to bring clusters trained on one's own domain;
+- a path to a table written by `python -m spacy_sparse clusters`.
+"""
+from pathlib import Path
+from typing import Dict, Iterable, Optional, Tuple, Union
+
+import numpy as np
+from spacy.strings import get_string_id
+
+SHIPPED = {"en_brown_1000": "en_brown_1000.msgpack"}
+FORMAT_NAME = "spacy-sparse-clusters"
+# path prefixes read by the atoms, and their LEX_ATTRS names; 99 = the whole path
+PREFIXES: Tuple[Tuple[str, int], ...] = (("clu4", 4), ("clu6", 6), ("clu10", 10), ("clu", 99))
+ATOMS = frozenset(name for name, _ in PREFIXES)
+MAX_ENTRIES = 4_000_000
+MAX_PATH_BITS = 62
+
+
+def fold(h: int) -> int:
+    """A 64-bit string hash folded to the 32 bits a table stores."""
+    return (h ^ (h >> 32)) & 0xFFFFFFFF
+
+
+def key_of(text: str) -> int:
+    return fold(get_string_id(text))
+
+
+def table_from_words(pairs: Iterable[Tuple[str, int]]) -> Dict[int, int]:
+    """(word, path int) pairs -> a table. A form whose lowercase has the same
+    path is left out (the lookup falls back to the lowercase), which makes
+    the table a third smaller."""
+    words = {w: int(p) for w, p in pairs if w and int(p) > 1}
+    return {key_of(w): p for w, p in words.items() if not (w != w.lower() and words.get(w.lower()) == p)}
+
+
+def path_int(bits: str) -> int:
+    """'0110' -> 0b10110 (a leading 1 keeps leading zeros)."""
+    if not bits or len(bits) > MAX_PATH_BITS or set(bits) - {"0", "1"}:
+        raise ValueError(f"not a cluster bit path: {bits!r}")
+    return int("1" + bits, 2)
+
+
+def read_liang(path: Path) -> Dict[int, int]:
+    """Liang's `paths` file: `bits<TAB>word<TAB>count` per line."""
+    pairs = []
+    with Path(path).open(encoding="utf8") as f:
+        for number, line in enumerate(f, start=1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 2:
+                raise ValueError(f"{path}, line {number}: expected 'bits<TAB>word[<TAB>count]'")
+            try:
+                pairs.append((parts[1], path_int(parts[0])))
+            except ValueError as err:
+                raise ValueError(f"{path}, line {number}: {err}") from None
+    return table_from_words(pairs)
+
+
+def read_lookups(lang: str) -> Dict[int, int]:
+    """spacy-lookups-data's `{lang}_lexeme_cluster` table (word forms kept,
+    so case variants can be merged)."""
+    import gzip
+    import json
+
+    try:
+        import spacy_lookups_data
+    except ImportError:
+        raise ValueError("clusters = 'lookups' reads spacy-lookups-data: pip install spacy-lookups-data") from None
+    path = Path(spacy_lookups_data.__file__).parent / "data" / f"{lang}_lexeme_cluster.json.gz"
+    if not path.exists():
+        raise ValueError(f"spacy-lookups-data has no lexeme_cluster table for language {lang!r}")
+    with gzip.open(path, "rt", encoding="utf8") as f:
+        return table_from_words(json.load(f).items())
+
+
+def resolve(source: Union[str, Path], lang: str = "en") -> Dict[int, int]:
+    """A `clusters` setting -> a table (see the module docstring)."""
+    name = str(source)
+    if name == "lookups":
+        return read_lookups(lang)
+    if name in SHIPPED and not Path(name).exists():
+        path = Path(__file__).parent / "data" / "clusters" / SHIPPED[name]
+        return read_table(path.read_bytes())
+    path = Path(name)
+    if not path.is_file():
+        known = ", ".join(["lookups", *SHIPPED])
+        raise ValueError(f"clusters: no file {name!r}, and not one of {known}")
+    data = path.read_bytes()
+    if data[:1] in (b"\x80", b"\x81", b"\x82", b"\x83", b"\xde", b"\xdf"):  # a msgpack map
+        return read_table(data)
+    return read_liang(path)
+
+
+def encode(table: Dict[int, int]) -> Dict[str, object]:
+    """The stored form: sorted keys as steps and the paths, both zipped."""
+    from .codec import _zipped
+
+    keys = np.array(sorted(table), dtype=np.uint64)
+    paths = np.array([table[k] for k in keys.tolist()], dtype=np.uint64)
+    return {"cluster_keys": _zipped(np.diff(keys, prepend=np.uint64(0))), "cluster_paths": _zipped(paths)}
+
+
+def decode(msg: Dict[str, object]) -> Dict[int, int]:
+    """Inverse of encode; a model written before clusters has none."""
+    from .codec import _array
+
+    if "cluster_keys" not in msg and "cluster_paths" not in msg:
+        return {}
+    steps = _array(msg, "cluster_keys", (np.uint64,), 1, limit=MAX_ENTRIES)
+    paths = _array(msg, "cluster_paths", (np.uint64,), 1, limit=MAX_ENTRIES)
+    keys = np.cumsum(steps, dtype=np.uint64)
+    if keys.shape != paths.shape or (keys.size and (int(keys[-1]) > 0xFFFFFFFF or np.any(steps[1:] == 0))):
+        raise ValueError("Corrupt model: the cluster table is damaged")
+    if paths.size and (int(paths.min()) < 2 or int(paths.max()) >= 1 << (MAX_PATH_BITS + 1)):
+        raise ValueError("Corrupt model: cluster paths out of range")
+    return dict(zip(keys.tolist(), paths.tolist()))
+
+
+def write_table(table: Dict[int, int]) -> bytes:
+    """A table as a file of its own (sealed like a model file)."""
+    from .codec import seal
+
+    return seal({"format": FORMAT_NAME, **encode(table)})
+
+
+def read_table(data: bytes) -> Dict[int, int]:
+    from .codec import unseal
+
+    msg = unseal(data)
+    if not isinstance(msg, dict) or msg.get("format") != FORMAT_NAME:
+        raise ValueError(f"Not a spacy-sparse cluster table: expected format {FORMAT_NAME!r}")
+    return decode(msg)
+
+
+def atoms(table: Dict[int, int], text: str) -> Dict[str, int]:
+    """The `clu*` atom values of a word form: its path (or that of its
+    lowercase or title-case form) cut to each prefix length, hashed; 0 for a
+    form the table does not hold."""
+    path: Optional[int] = None
+    if table:
+        for form in (text, text.lower(), text.title()):
+            path = table.get(key_of(form))
+            if path is not None:
+                break
+    if path is None:
+        return {name: 0 for name, _ in PREFIXES}
+    bits = bin(path)[3:]
+    return {name: get_string_id(f"clu:{bits[:n]}") for name, n in PREFIXES}
