@@ -353,6 +353,14 @@ NER_CLUSTER_TEMPLATES: Tuple[str, ...] = (
     "clu@1",
     "clu6@-1+clu6@0",
     "clu6@0+clu6@1",
+    "clu10@-1",
+    "clu10@1",
+    "clu4@-1",
+    "clu4@1",
+    "clu@-2",
+    "clu@2",
+    "shape@0+clu6@0",
+    "clu@0+lower@-1",
 )
 
 

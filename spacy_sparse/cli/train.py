@@ -114,7 +114,12 @@ DEFAULT_NOTE = """An embedded pipeline of spacy-sparse ({pipes}), trained on UD 
 
 This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
 (https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
-{pruned}"""
+{pruned}{clusters}"""
+
+CLUSTERS_NOTE = """The word-cluster table in the model files of {pipes} is en_brown_1000, made from the
+en_lexeme_cluster table of spacy-lookups-data (MIT licence, copyright (c) 2019 ExplosionAI GmbH; the licence
+text is spacy_sparse/data/clusters/LICENSE in the spacy-sparse package).
+"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
 SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, then compress-default)"),
@@ -194,7 +199,9 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     labels = {label for pipe in sparse for label in pipe.labels}
     srsly.write_json(target / "vocab" / "strings.json", sorted(labels))
     pruned = f"Weights with |w| < {args.min_weight:g} were dropped to keep the package small.\n" if dropped else ""
-    note = DEFAULT_NOTE.format(pipes=", ".join(nlp.pipe_names), command=command, pruned=pruned)
+    with_clusters = [pipe.name for pipe in sparse if pipe._require_model().lex_clusters]
+    clusters = CLUSTERS_NOTE.format(pipes=", ".join(with_clusters)) if with_clusters else ""
+    note = DEFAULT_NOTE.format(pipes=", ".join(nlp.pipe_names), command=command, pruned=pruned, clusters=clusters)
     (target / "LICENSE").write_text(note)
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     msg.good(f"Shipped {args.model} to {target} ({size / 1e6:.1f} MB, {dropped:,} small weights dropped)")
