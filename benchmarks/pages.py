@@ -71,6 +71,10 @@ BENCH_SECTIONS = [
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "
      "boundaries given. Compared with spaCy's CNN efficiency NER (`configs/cnn_ner.cfg`, 3 epochs) trained on the "
      "same data, timed in the same run."),
+    ("ner_uner", "Another domain: the entity recognizer on web text",
+     "The same CoNLL-2003-trained NER (news) on Universal NER's English-EWT test split (web text, gold tokens, "
+     "`spacy project run convert-uner`), against the same CNN NER in the same run. UNER annotates PER, ORG and LOC "
+     "only, so every MISC entity a model predicts counts as a false positive, for both models alike."),
 ]
 
 

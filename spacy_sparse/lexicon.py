@@ -33,7 +33,7 @@ def _hash(text: str) -> int:
 
 
 def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None,
-                  clusters: Optional[Dict[int, int]] = None) -> Tuple[int, ...]:
+                  clusters: Optional[word_clusters.ClusterTable] = None) -> Tuple[int, ...]:
     """Atom values of one word form, in the column order of LEX_ATTRS.
     `classes` maps a lowercase form's hash to its ambiguity class value,
     `clusters` a form's folded hash to its cluster path (clusters.py)."""
@@ -53,7 +53,7 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         "has_hyphen": int("-" in text),
         "has_digit": int(digit),
         "is_punct": int(lex.is_punct),
-        **word_clusters.atoms(clusters or {}, text),
+        **word_clusters.atoms(clusters if clusters is not None else word_clusters.ClusterTable(), text),
     }
     for k in (1, 2, 3, 4):
         values[f"pre{k}"] = _hash(text[:k])
@@ -78,7 +78,7 @@ class Lexicon:
     def __init__(self, vocab: Vocab, classes: Optional[Dict[int, int]] = None):
         self.vocab = vocab
         self.classes = dict(classes or {})
-        self.clusters: Dict[int, int] = {}
+        self.clusters = word_clusters.ClusterTable()
         self._lock = threading.Lock()
         self._generation = 0
         self._reset()
@@ -90,11 +90,11 @@ class Lexicon:
                 self.classes = dict(classes)
                 self._reset()
 
-    def set_clusters(self, clusters: Dict[int, int]) -> None:
+    def set_clusters(self, clusters: word_clusters.ClusterTable) -> None:
         """Use a model's word clusters; cached rows are recomputed."""
         with self._lock:
             if clusters != self.clusters:
-                self.clusters = dict(clusters)
+                self.clusters = clusters
                 self._reset()
 
     def _reset(self) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from . import codec
+from .clusters import ClusterTable
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .mapped import grow_rows
@@ -97,7 +98,7 @@ class SparseLinearModel:
         # ambiguity classes: hash of a lowercase form -> hash of its class
         self.lex_classes: Dict[int, int] = {}
         # word form (folded hash) -> Brown cluster path, for `clu*` atoms (clusters.py)
-        self.lex_clusters: Dict[int, int] = {}
+        self.lex_clusters = ClusterTable()
 
     # ---- shape -----------------------------------------------------------
     @property

@@ -434,18 +434,33 @@ SENTER_SPACE_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# Brown clusters around the position: the class of word that starts a sentence
+# and of the word before it.
+SENTER_CLUSTER_TEMPLATES: Tuple[str, ...] = (
+    "clu@0",
+    "clu6@0",
+    "clu@-1",
+    "orth@-1+clu6@0",
+    "clu6@-1+clu6@0",
+    "clu6@1",
+    "is_title@0+clu@0",
+)
+
+
 @registry.misc("spacy_sparse.senter_templates.v1")
-def senter_templates_v1(tags: bool = False, space: bool = False) -> List[str]:
+def senter_templates_v1(tags: bool = False, space: bool = False, clusters: bool = False) -> List[str]:
     """The default sentence-boundary template set; `tags` adds templates
     over the tags of a tagger that runs before the segmenter (the three
     strongest early, the rest after the word templates). On EWT dev they
     add about 1.5 points of sentence F (CHANGELOG.md). `space` adds
-    templates over the whitespace between tokens, at the end."""
+    templates over the whitespace between tokens, `clusters` over word
+    clusters, at the end."""
     base = list(SENTER_TEMPLATES)
     if tags:
         extra = list(SENTER_TAG_TEMPLATES)
         base = base[:5] + extra[:3] + base[5:12] + extra[3:] + base[12:]
-    return base + (list(SENTER_SPACE_TEMPLATES) if space else [])
+    return (base + (list(SENTER_SPACE_TEMPLATES) if space else [])
+            + (list(SENTER_CLUSTER_TEMPLATES) if clusters else []))
 
 
 def ngram_templates(attr: str, window: int, max_n: int) -> List[str]:

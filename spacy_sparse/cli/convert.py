@@ -57,7 +57,7 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(write_table(table))
-    msg.good(f"{args.source} -> {out}: {len(table):,} word forms, {len(set(table.values())):,} clusters, "
+    msg.good(f"{args.source} -> {out}: {len(table):,} word forms, {table.n_clusters:,} clusters, "
              f"{out.stat().st_size:,} bytes")
     return 0
 
