@@ -64,8 +64,8 @@ BENCH_SECTIONS = [
      "is always `TO` there, EWT tags the preposition `IN`; brackets are `(` `)`, not `-LRB-` `-RRB-`), so no "
      "model reaches the in-domain figures; the comparison is what counts."),
     ("full_wsj", "Another domain: the embedded full pipeline's tags on Wall Street Journal text",
-     "`load_default()` on the same WSJ sentences (gold tokens and sentences; only tags can be scored there), "
-     "against spaCy's CNN tagger + parser trained on EWT, in the same run."),
+     "`load_default()` on the same WSJ sentences (gold tokens and sentences, so sentence F is 100; only tags can "
+     "be scored there), against spaCy's CNN tagger + parser trained on EWT, in the same run."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
      "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "

@@ -75,6 +75,9 @@ class ClusterTable:
     __hash__ = None  # type: ignore[assignment]
 
 
+EMPTY = ClusterTable()
+
+
 def fold(h: int) -> int:
     """A 64-bit string hash folded to the 32 bits a table stores."""
     return (h ^ (h >> 32)) & 0xFFFFFFFF

@@ -53,7 +53,7 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         "has_hyphen": int("-" in text),
         "has_digit": int(digit),
         "is_punct": int(lex.is_punct),
-        **word_clusters.atoms(clusters if clusters is not None else word_clusters.ClusterTable(), text),
+        **word_clusters.atoms(clusters if clusters is not None else word_clusters.EMPTY, text),
     }
     for k in (1, 2, 3, 4):
         values[f"pre{k}"] = _hash(text[:k])
@@ -78,7 +78,7 @@ class Lexicon:
     def __init__(self, vocab: Vocab, classes: Optional[Dict[int, int]] = None):
         self.vocab = vocab
         self.classes = dict(classes or {})
-        self.clusters = word_clusters.ClusterTable()
+        self.clusters = word_clusters.EMPTY
         self._lock = threading.Lock()
         self._generation = 0
         self._reset()

@@ -20,7 +20,8 @@ def cmd_order(args: argparse.Namespace) -> int:
     base = spacy.util.registry.resolve({"t": factory_cfg["templates"]})["t"]
     if args.templates:
         base = srsly.read_json(args.templates)
-    common = dict(factory=args.factory, lang=args.lang, train_words=args.train_words, seed=args.seed, log=msg.text)
+    common = dict(factory=args.factory, lang=args.lang, train_words=args.train_words, seed=args.seed,
+                  clusters=args.clusters, log=msg.text)
     start = time.time()
     if args.method == "wrapper":
         dev = list(gold_token_examples(nlp, args.dev, tags=args.tags))
@@ -246,6 +247,7 @@ def register(sub) -> None:
     p.add_argument("--method", choices=["wrapper", "group-lasso", "gomp"], default="wrapper")
     p.add_argument("--alpha", type=float, default=0.4, help="GOMP: lambda_i = columns_i ** alpha")
     p.add_argument("--tags", action="store_true", help="give the model the corpus's tags (the chunker's ptag)")
+    p.add_argument("--clusters", help='word clusters for templates reading clu* atoms (e.g. "en_brown_1000")')
     p.set_defaults(func=cmd_order)
 
     p = sub.add_parser("order-by-weights", help="order a trained component's templates by the norm of their weights")

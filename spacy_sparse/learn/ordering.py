@@ -56,12 +56,13 @@ def wrapper_order(
     epochs: int = 2,
     max_steps: int = 0,
     seed: int = 0,
+    clusters: Optional[str] = None,
     log: Callable[[str], None] = print,
 ) -> List[str]:
     """Return `templates` reordered by forward selection on dev accuracy."""
     train = _sample(train, train_words, seed)
     dev = _take_words(list(dev), dev_words)
-    nlp, probe, cfg, labels, classes = _probe(train, templates, factory, config, lang)
+    nlp, probe, cfg, labels, classes = _probe(train, templates, factory, config, lang, clusters)
     lexicon = probe.lexicon
     dev_docs = [eg.predicted for eg in dev]
 
@@ -97,7 +98,8 @@ def _sample(train: Sequence[Example], n_words: int, seed: int) -> List[Example]:
     return _take_words(train, n_words)
 
 
-def _probe(train: List[Example], templates: Sequence[str], factory: str, config: Optional[dict], lang: str):
+def _probe(train: List[Example], templates: Sequence[str], factory: str, config: Optional[dict], lang: str,
+           clusters: Optional[str] = None):
     """A pipe of `factory` over `templates` with the labels and ambiguity
     classes of `train` and an empty model (the examples' strings live in
     their vocab: the probe shares it)."""
@@ -109,6 +111,7 @@ def _probe(train: List[Example], templates: Sequence[str], factory: str, config:
     labels = probe._labels_from(train)
     classes = ambiguity_classes(probe._word_labels(train))
     probe._build_model(labels, None, classes)
+    probe.use_clusters(clusters, lang)  # candidates share the probe's lexicon, and so its clusters
     return nlp, probe, cfg, labels, classes
 
 
@@ -124,6 +127,7 @@ def group_lasso_order(
     every: Optional[int] = None,
     group_weight: str = "log2",
     seed: int = 0,
+    clusters: Optional[str] = None,
     log: Callable[[str], None] = print,
 ) -> List[str]:
     """The group-lasso path order: sparseptron prox steps every `every`
@@ -133,7 +137,7 @@ def group_lasso_order(
     from .sparseptron import SparseptronSettings, group_weights, prox_step, start_selection, template_norms
 
     train = _sample(train, train_words, seed)
-    _, probe, _, _, _ = _probe(train, templates, factory, config, lang)
+    _, probe, _, _, _ = _probe(train, templates, factory, config, lang, clusters)
     model = probe._require_model()
     start_selection(model)
     n_tpl = len(model.templates)
@@ -195,6 +199,7 @@ def gomp_order(
     refit_passes: int = 2,
     max_steps: int = 0,
     seed: int = 0,
+    clusters: Optional[str] = None,
     log: Callable[[str], None] = print,
 ) -> List[str]:
     """Regularized group OMP (Strubell Appendix B, Eq. 4) on the gold
@@ -206,7 +211,7 @@ def gomp_order(
     if not 0 <= alpha <= 1:
         raise ValueError(f"GOMP alpha must be in [0, 1] (the paper uses 0.25-0.5), got {alpha}")
     train = _sample(train, train_words, seed)
-    _, probe, _, _, _ = _probe(train, templates, factory, config, lang)
+    _, probe, _, _, _ = _probe(train, templates, factory, config, lang, clusters)
     keys, gold = probe.gold_feature_keys(train)
     keep = gold >= 0
     keys, gold = keys[keep], gold[keep]
