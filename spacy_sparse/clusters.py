@@ -21,7 +21,7 @@ component's `[initialize.components.*]` block):
 - a path to a table written by `python -m spacy_sparse clusters`.
 """
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -76,6 +76,11 @@ class ClusterTable:
 
 
 EMPTY = ClusterTable()
+
+
+def atoms_read(templates: Iterable) -> List[str]:
+    """The `clu*` atoms a set of parsed templates reads (sorted)."""
+    return sorted({a.attr for t in templates for a in t.atoms} & ATOMS)
 
 
 def fold(h: int) -> int:
@@ -170,11 +175,14 @@ def decode(msg: Dict[str, object]) -> ClusterTable:
     steps = _array(msg, "cluster_keys", (np.uint64,), 1, limit=MAX_ENTRIES)
     paths = _array(msg, "cluster_paths", (np.uint64,), 1, limit=MAX_ENTRIES)
     keys = np.cumsum(steps, dtype=np.uint64)
-    if keys.shape != paths.shape or (keys.size and (int(keys[-1]) > 0xFFFFFFFF or np.any(steps[1:] == 0))):
+    if keys.size and int(keys.max()) > 0xFFFFFFFF:
         raise ValueError("Corrupt model: the cluster table is damaged")
     if paths.size and (int(paths.min()) < 2 or int(paths.max()) >= 1 << (MAX_PATH_BITS + 1)):
         raise ValueError("Corrupt model: cluster paths out of range")
-    return ClusterTable(keys, paths)
+    try:
+        return ClusterTable(keys, paths)  # checks the lengths and that keys climb
+    except ValueError:
+        raise ValueError("Corrupt model: the cluster table is damaged") from None
 
 
 def write_table(table: ClusterTable) -> bytes:

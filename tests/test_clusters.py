@@ -53,6 +53,10 @@ def test_corrupt_table_is_a_value_error(shipped):
     msg["cluster_paths"] = clusters.encode(clusters.ClusterTable.from_dict({5: 1, 9: 1}))["cluster_paths"]  # no leading 1
     with pytest.raises(ValueError, match="out of range"):
         clusters.decode(msg)
+    msg = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011, 9: 0b11}))
+    msg["cluster_paths"] = clusters.encode(clusters.ClusterTable.from_dict({5: 0b10}))["cluster_paths"]
+    with pytest.raises(ValueError, match="damaged"):  # one path for two keys
+        clusters.decode(msg)
 
 
 def _tagger(refs, templates, cluster_source):

@@ -249,7 +249,7 @@ class SparsePipe(TrainablePipe):
         "lookups" or a path), or check that templates reading `clu*` atoms
         are not left without one."""
         model = self._require_model()
-        reads = sorted({a.attr for t in model.templates for a in t.atoms} & word_clusters.ATOMS)
+        reads = word_clusters.atoms_read(model.templates)
         if source is None:
             if reads and not model.lex_clusters:
                 raise ValueError(f"{self.name!r} has templates reading word clusters ({', '.join(reads)}) but no "
