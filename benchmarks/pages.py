@@ -214,8 +214,8 @@ def page() -> str:
                   "Seconds from a new Python process to one labelled sentence (`import spacy, spacy_sparse`, "
                   "`spacy_sparse.load_default(...)` for the shipped pipelines, `spacy.load` for others, "
                   "`nlp(sentence)`), minus the same for `spacy.blank(\"en\")`, processes taking turns; "
-                  "numba's cache and Python's bytecode cache were warm (written by an earlier process or by "
-                  "pip at install). The `numba-floor` row is `spacy.blank(\"en\")` and one call of a cached "
+                  "numba's cache was warm, and the command wrote this package's bytecode cache first, as pip "
+                  "does at install. The `numba-floor` row is `spacy.blank(\"en\")` and one call of a cached "
                   "numba kernel of this package: numba's import, the registries its first call sets up and its "
                   "share of the interpreter's teardown, which no numba component can go below.", "",
                   "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
@@ -232,7 +232,8 @@ def page() -> str:
         parts += ["## Streaming raw text with `tag`", "",
                   f"Wall-clock seconds of `python -m spacy_sparse tag {first['model']} INPUT OUT.jsonl` on "
                   f"{first['words']:,} words of raw text (EWT train, one doc per line, repeated; "
-                  "`benchmarks/raw_text.py`), start-up included, settings taking turns. Every setting wrote the "
+                  "`benchmarks/raw_text.py`), start-up included (with this package's bytecode cache written "
+                  "first, as pip does at install), settings taking turns. Every setting wrote the "
                   "same bytes. With `--n-process N` the workers tokenize, annotate and serialize, and the parent "
                   "writes in input order; `--n-threads` only splits the labelling kernels, while spaCy's tokenizer "
                   "and the JSON writer hold the GIL.", "",

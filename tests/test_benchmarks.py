@@ -1,4 +1,6 @@
 """The paper-table benchmarks in benchmarks/ (not installed): figures from their JSON."""
+from pathlib import Path
+
 import pytest
 
 
@@ -35,6 +37,13 @@ def test_cold_start_command_times_new_processes_against_blank(tmp_path):
     assert row["model"] == "default-tagger" and len(row["seconds"]) == len(row["blank_seconds"]) == 2
     assert all(s > 0 for s in row["seconds"]) and row["pipeline_bytes"] > 100_000
     assert row["median_extra"] == sorted(row["extra_seconds"])[1]
+    # the package's bytecode was written first, as pip writes it at install, whatever PYTHONDONTWRITEBYTECODE says
+    import importlib.util
+
+    import spacy_sparse.readers
+
+    assert data["bytecode_compiled"] is True
+    assert Path(importlib.util.cache_from_source(spacy_sparse.readers.__file__)).exists()
 
 
 def test_tag_speed_command_times_settings_that_write_the_same_bytes(tmp_path, ewt_refs):
