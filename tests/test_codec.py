@@ -221,3 +221,36 @@ def test_prediction_layouts_built_on_load_match_the_weights():
         assert np.array_equal(tab, tab2) and np.array_equal(dense, dense2)
         assert np.array_equal(book[lc & 0xFF], book2[lc2 & 0xFF])
         assert np.array_equal(lc >> 8, lc2 >> 8) and np.array_equal(book[lc & 0xFF], val)
+
+
+def test_a_loaded_coded_tagger_reads_one_byte_codes_with_the_same_labels(ewt_refs):
+    """A tagger whose file holds grouped weights (the shipped one: QT) predicts from dense one-byte codes and
+    their book, not float rows a quarter as compact: the same values added in the same order, so the labels
+    are those of the float rows, with and without a margin (the summed one-word vectors are made from the
+    codes too). A model being trained keeps float rows."""
+    import spacy_sparse
+    from spacy_sparse.pipeline.sequence import WordRowCache
+
+    nlp = spacy_sparse.load_default("full")
+    tagger = nlp.get_pipe("sparse_tagger")
+    model = tagger.sparse
+    docs = [nlp.make_doc(r.text) for r in ewt_refs["dev"][:80]]
+    coded = {}
+    for margin in (None, 30.0):
+        tagger.margin = margin
+        coded[margin] = tagger.predict([d.copy() for d in docs])[0]
+    codes, book = model.coded_weights()
+    assert codes.dtype == np.uint8 and codes.shape == (int(model.n_rows[0]), model.n_labels)
+    assert book[0] == 0.0 and book.size <= 256 and model._dense is None  # no float rows were made
+    dense = model.weights()
+    assert np.array_equal(book[codes], dense)
+    original = SparseLinearModel.coded_weights
+    try:
+        SparseLinearModel.coded_weights = lambda self: None  # the float rows
+        for margin in (None, 30.0):
+            tagger.margin, tagger._word_rows = margin, WordRowCache()
+            assert np.array_equal(tagger.predict([d.copy() for d in docs])[0], coded[margin])
+    finally:
+        SparseLinearModel.coded_weights = original
+    model.ensure_training_layout()
+    assert model.coded_weights() is None

@@ -155,7 +155,7 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
     W = m.weights()
-    column, rows, slot_pos, sums = tagger._word_rows.for_batch(m, batch, W, True)
+    column, rows, slot_pos, sums = tagger._word_rows.for_batch(m, batch, W, np.zeros(1, np.float32), True)
     # several atoms of one word count ("suf3@1+shape@1"); a per-token atom ("space") does not
     one_word = [len({a.pos for a in t.atoms}) == 1 and all(a.attr not in ("tag", "space") for a in t.atoms)
                 for t in m.templates]
@@ -226,7 +226,7 @@ def test_summed_word_vectors_label_as_the_rows_do(trained, ewt_refs, monkeypatch
         monkeypatch.setattr(sequence, "SUMS_BYTES", budget)
         tagger._word_rows = sequence.WordRowCache()
         orig = tagger._word_rows.for_batch
-        tagger._word_rows.for_batch = lambda m, b, W, s: orig(m, b, W, s and summed)
+        tagger._word_rows.for_batch = lambda m, b, W, book, s: orig(m, b, W, book, s and summed)
         return tagger.predict(docs)[0], tagger._word_rows.sums.shape[0]
 
     rows, _ = labels(False)

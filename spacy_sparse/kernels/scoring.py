@@ -9,7 +9,8 @@ does to the state.
 from typing import Optional
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
@@ -27,6 +28,31 @@ def add_row(scores, W, row):
     if row >= 0:
         for y in range(scores.shape[0]):
             scores[y] += W[row, y]
+
+
+def add_dense(scores, W, book, row):
+    """add_row for dense rows of either kind a prediction reads: float
+    weights, or one-byte codes into `book` (SparseLinearModel.coded_weights:
+    the same values, a quarter of the bytes). Which one is decided when a
+    kernel is compiled, from W's dtype."""
+    if row >= 0:
+        scores += book[W[row]] if np.issubdtype(W.dtype, np.integer) else W[row]
+
+
+@overload(add_dense, jit_options={"nogil": True})
+def _add_dense(scores, W, book, row):
+    if isinstance(W.dtype, types.Integer):
+        def coded(scores, W, book, row):
+            if row >= 0:
+                for y in range(scores.shape[0]):
+                    scores[y] += book[W[row, y]]
+        return coded
+
+    def plain(scores, W, book, row):
+        if row >= 0:
+            for y in range(scores.shape[0]):
+                scores[y] += W[row, y]
+    return plain
 
 
 @njit(cache=True, nogil=True)
@@ -458,7 +484,8 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     Returns (templates scored, done, cand); `done` and `cand` carry the
     margin test from block to block (see leads).
 
-    Weights are dense rows `W`, or with `packed`, a table whose values are
+    Weights are dense rows `W` (float, or one-byte codes into `book`:
+    add_dense), or with `packed`, a table whose values are
     spans of nonzero (label, value) pairs in `lv` (SparseLinearModel.packed):
     a parser's rows hold a few nonzeros among ~100 actions, so that layout
     is smaller, adds fewer numbers and reads one place per feature; with `lc`
@@ -489,7 +516,7 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
                     add_span(scores, lv, row)
             continue
         if row >= 0:
-            add_row(scores, W, row)
+            add_dense(scores, W, book, row)
         if margin >= 0.0:
             if thr is None:
                 if row >= 0:

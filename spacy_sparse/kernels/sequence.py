@@ -21,7 +21,7 @@ from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
-from .scoring import (LOOKAHEAD, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
+from .scoring import (LOOKAHEAD, add_dense, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
                       prefix_train_step, score_block, score_counted)
 
 
@@ -56,7 +56,6 @@ def sequence_key(t, i, start, end, templates, lex_rows, lex, inputs, pred, hist)
 
 
 NO_CODES = np.zeros(0, dtype=np.uint16)  # score_block: rows are dense
-NO_BOOK = np.zeros(1, dtype=np.float32)
 UNSET = np.int32(-2)  # word_rows: a word type whose rows are not looked up yet
 
 
@@ -103,7 +102,7 @@ def word_slots(column: np.ndarray, atom_off: np.ndarray, atom_pos: np.ndarray) -
 
 
 @njit(cache=True, nogil=True)
-def word_sums(lex_rows, column, slot, rows, W, sums, filled):
+def word_sums(lex_rows, column, slot, rows, W, book, sums, filled):
     """sums[w, k]: the summed rows of type w's one-word templates in slot k
     (what they add to a decision when that word is inside the segment), for
     the types of a batch not summed yet (those with a lexicon row below
@@ -118,7 +117,7 @@ def word_sums(lex_rows, column, slot, rows, W, sums, filled):
         for t in range(column.shape[0]):
             c = column[t]
             if c >= 0 and rows[w, c] >= 0:
-                add_row(sums[w, slot[t]], W, rows[w, c])
+                add_dense(sums[w, slot[t]], W, book, rows[w, c])
 
 
 @njit(cache=True, nogil=True)
@@ -184,11 +183,12 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
-                     tab_off, tab, W, allowed, fixed, hist_of, column, type_rows, slot_pos, sums,
+                     tab_off, tab, W, book, allowed, fixed, hist_of, column, type_rows, slot_pos, sums,
                      bias, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
-    thr[t] after template t when thr is not None (stop_margins).
+    thr[t] after template t when thr is not None (stop_margins). W holds
+    float rows, or one-byte codes into `book` (scoring.add_dense).
 
     One-word templates read their rows per word type (`column`, and
     `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
@@ -247,7 +247,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     else:
                         keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
                                                inputs, pred, hist)
-                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, NO_CODES, NO_BOOK, False, margin, thr, scores, ahead,
+                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, NO_CODES, book, False, margin, thr, scores, ahead,
                                             done, cand)
                 n += k
             pred[i] = decided(scores, valid, margin, done, cand)

@@ -25,6 +25,7 @@ NO_BIAS = np.zeros(0, dtype=np.float32)  # no label bias (predict_sequence)
 ALWAYS = np.zeros((0, 3), dtype=np.int32)
 NO_INPUTS = np.zeros((0, 2), dtype=np.uint64)
 NO_SUMS = np.zeros((0, 1, 1), dtype=np.float32)
+FLOAT_ROWS = np.zeros(1, dtype=np.float32)  # the book of float rows: none (scoring.add_dense)
 SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
 
 
@@ -60,12 +61,12 @@ class WordRowCache:
         self.sums = NO_SUMS
         self.filled = np.zeros(0, dtype=np.bool_)
 
-    def for_batch(self, model: SparseLinearModel, batch: DocBatch, W: np.ndarray,
+    def for_batch(self, model: SparseLinearModel, batch: DocBatch, W: np.ndarray, book: np.ndarray,
                   summed: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(column, rows, slot_pos, sums) with every word type of the batch
         filled in, for the lexicon numbering the batch was looked up in and
-        the weights W of the model's current version (sums empty unless
-        `summed`)."""
+        the weights of the model's current version (W: float rows, or codes
+        into `book`); sums empty unless `summed`."""
         with self._lock:
             stamp = (model.version, batch.lex_generation)
             if model is not self._model or stamp != self._stamp:
@@ -92,7 +93,7 @@ class WordRowCache:
                 filled = np.zeros(n, dtype=np.bool_)
                 filled[: self.filled.shape[0]] = self.filled
                 self.sums, self.filled = sums, filled
-            word_sums(batch.lex_rows, self.column, self.slot, self.rows, W, self.sums, self.filled)
+            word_sums(batch.lex_rows, self.column, self.slot, self.rows, W, book, self.sums, self.filled)
             return self.column, self.rows, self.slot_pos, self.sums
 
 
@@ -138,16 +139,18 @@ class SequencePipe(SparsePipe):
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin, thr = self._stop_rule(len(model.seeds))
-        W = model.weights(stale_steps=stale_steps)
+        # a loaded DC-ADMM / QT model reads its rows as one-byte codes, the same values in a quarter of the bytes
+        coded = model.coded_weights() if stale_steps == 0 else None
+        W, book = coded if coded is not None else (model.weights(stale_steps=stale_steps), FLOAT_ROWS)
         fixed = self._fixed(docs, batch)
         inputs = token_inputs(docs, model)
         summed = self.summed_words and margin < 0
-        column, type_rows, slot_pos, sums = self._word_rows.for_batch(model, batch, W, summed)
+        column, type_rows, slot_pos, sums = self._word_rows.for_batch(model, batch, W, book, summed)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
                 batch.lex_rows, batch.lex, inputs, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
-                model.tab, W, self._allowed, fixed, self._hist_of, column,
+                model.tab, W, book, self._allowed, fixed, self._hist_of, column,
                 type_rows, slot_pos, sums, self._label_bias(), margin, thr, pred, used,
             )
 
