@@ -72,6 +72,27 @@ def test_preset_entities_survive(trained_ner):
     assert starts == sorted(starts)
 
 
+def test_docs_without_entity_marks_get_what_set_ents_gives(trained_ner, conll_refs):
+    """A doc with no entity marks yet gets its entities in one array write (ENT_IOB, ENT_TYPE); a doc whose
+    tokens are all marked outside already goes through doc.set_ents. Both end the same, token by token."""
+    nlp, ner = trained_ner
+    fresh = list(ner.pipe([bare(r, sents=False) for r in conll_refs["dev"][:40]]))
+    marked = []
+    for r in conll_refs["dev"][:40]:
+        doc = bare(r, sents=False)
+        doc.set_ents([], default="outside")
+        assert doc.has_annotation("ENT_IOB")
+        marked.append(doc)
+    marked = list(ner.pipe(marked))
+
+    def state(docs):
+        return ([[(t.ent_iob, t.ent_iob_, t.ent_type_, t.ent_kb_id, t.ent_id) for t in d] for d in docs],
+                [[(e.start, e.end, e.label_) for e in d.ents] for d in docs])
+
+    assert state(fresh) == state(marked)
+    assert sum(len(d.ents) for d in fresh) > 100 and all(t.ent_iob_ in "BIO" for d in fresh for t in d)
+
+
 def test_save_load_and_edge_docs(trained_ner, conll_refs, tmp_path):
     nlp, ner = trained_ner
     docs = [bare(r) for r in conll_refs["dev"][:10]]

@@ -21,6 +21,7 @@ from .batching import DocBatch
 from .sequence import ALWAYS, SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
+ENT_ATTRS = [ENT_IOB, ENT_TYPE]
 
 def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
     """Entity precision, recall and F1, overall and per type."""
@@ -80,6 +81,7 @@ class SparseNER(SequencePipe):
         super().__init__(vocab, name, incorrect_spans_key=incorrect_spans_key, **kwargs)
         self._types: List[str] = []
         self._move_index: Dict[str, int] = {}
+        self._move_iob_type = np.array([(2, 0)], dtype=np.uint64)
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         key = cfg.get("incorrect_spans_key")
@@ -112,6 +114,9 @@ class SparseNER(SequencePipe):
         self._allowed = biluo_mask(len(self._types))
         for t in self._types:
             self.vocab.strings.add(t)
+        # O, then B, I, L, U of each type: B and U open an entity (3), I and L continue it (1)
+        self._move_iob_type = np.array([(2, 0)] + [(iob, self.vocab.strings[t]) for t in self._types
+                                                   for iob in (3, 1, 1, 3)], dtype=np.uint64)
 
     def _load_model(self, data: bytes, where: str = "bytes") -> None:
         super()._load_model(data, where)
@@ -142,6 +147,8 @@ class SparseNER(SequencePipe):
 
     # ---- inference -----------------------------------------------------------
     def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
+        if not any(doc.has_annotation("ENT_IOB") for doc in docs):  # no entities, none blocked: a C loop each
+            return np.zeros(0, dtype=np.int32)
         blocked = [_blocked(doc) for doc in docs]
         if not any(doc.ents for doc in docs) and not any(b.any() for b in blocked):
             return np.zeros(0, dtype=np.int32)
@@ -167,8 +174,14 @@ class SparseNER(SequencePipe):
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         pred, doc_off = predictions
+        # per move: the token's ENT_IOB (O 2, B 3, I 1) and ENT_TYPE, for docs without entity marks yet
+        iob_type = self._move_iob_type[pred] if pred.size else np.zeros((0, 2), dtype=np.uint64)
         for i, doc in enumerate(docs):
             start, end = doc_off[i], doc_off[i + 1]
+            if not doc.has_annotation("ENT_IOB"):  # what set_ents gives them, in one array write
+                if end > start:
+                    doc.from_array(ENT_ATTRS, iob_type[start:end])
+                continue
             keep = {(e.start, e.end): e for e in doc.ents}
             spans = []
             for s, e, label in moves_to_spans(pred[start:end], self._types):
