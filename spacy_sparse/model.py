@@ -351,13 +351,15 @@ class SparseLinearModel:
         n_labels, uint8) and the float32 values they stand for, book[0] = 0
         for the labels a row has no weight for; None unless the weights came
         from a grouped file (DC-ADMM, QT: at most 255 distinct nonzero
-        values), no training changed them and the float rows would take at
-        least CODED_ROWS_BYTES. The values are the float rows' own, so every
-        score is the same sum in the same order; the rows take a quarter of
-        the memory (the shipped tagger's 92 MB of float rows: 23 MB). Cached."""
+        values) and no training changed them. The values are the float
+        rows' own, so every score is the same sum in the same order; the
+        rows take a quarter of the memory (the shipped tagger's 92 MB of
+        float rows: 23 MB). Every coded model reads codes, small ones too:
+        then the shipped pipelines need one compiled version of the kernels,
+        not a float and a coded one (a first run after install took 18.2 s
+        instead of 22.8 with codes for large rows only), at the same speed
+        within noise. Cached."""
         if self.W is not None:  # training: its float rows are the weights
-            return None
-        if 4 * int(self.n_rows[0]) * max(1, self.n_labels) < CODED_ROWS_BYTES:
             return None
         codes = self._dense_codes
         if codes is None:
@@ -604,11 +606,6 @@ class SparseLinearModel:
     @classmethod
     def from_bytes(cls, data: bytes) -> "SparseLinearModel":
         return cls.from_dict(codec.unseal(data))
-
-
-# Float rows smaller than this stay float: they fit the cache already, and reading a code through the book
-# cost the embedded small tagger (14 MB of rows) about 2 % of its words/s at margin 30 (same labels).
-CODED_ROWS_BYTES = 32 << 20
 
 
 def _empty_compact(n_rows: int):
