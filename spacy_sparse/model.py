@@ -354,11 +354,9 @@ class SparseLinearModel:
         values) and no training changed them. The values are the float
         rows' own, so every score is the same sum in the same order; the
         rows take a quarter of the memory (the shipped tagger's 92 MB of
-        float rows: 23 MB). Every coded model reads codes, small ones too:
-        then the shipped pipelines need one compiled version of the kernels,
-        not a float and a coded one (a first run after install took 18.2 s
-        instead of 22.8 with codes for large rows only), at the same speed
-        within noise. Cached."""
+        float rows: 23 MB). Every coded model reads codes, small ones too,
+        so a pipeline of them compiles one version of the kernels, not a
+        float and a coded one (CHANGELOG.md). Cached."""
         if self.W is not None:  # training: its float rows are the weights
             return None
         codes = self._dense_codes

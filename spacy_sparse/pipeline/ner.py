@@ -18,10 +18,11 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from .batching import DocBatch
-from .sequence import ALWAYS, SequencePipe
+from .sequence import ALWAYS, NO_FIXED, SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
 ENT_ATTRS = [ENT_IOB, ENT_TYPE]
+
 
 def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
     """Entity precision, recall and F1, overall and per type."""
@@ -148,10 +149,10 @@ class SparseNER(SequencePipe):
     # ---- inference -----------------------------------------------------------
     def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
         if not any(doc.has_annotation("ENT_IOB") for doc in docs):  # no entities, none blocked: a C loop each
-            return np.zeros(0, dtype=np.int32)
+            return NO_FIXED
         blocked = [_blocked(doc) for doc in docs]
         if not any(doc.ents for doc in docs) and not any(b.any() for b in blocked):
-            return np.zeros(0, dtype=np.int32)
+            return NO_FIXED
         fixed = np.full(batch.n_tokens, -1, dtype=np.int32)
         for i, doc in enumerate(docs):
             base = batch.doc_off[i]
@@ -175,7 +176,7 @@ class SparseNER(SequencePipe):
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         pred, doc_off = predictions
         # per move: the token's ENT_IOB (O 2, B 3, I 1) and ENT_TYPE, for docs without entity marks yet
-        iob_type = self._move_iob_type[pred] if pred.size else np.zeros((0, 2), dtype=np.uint64)
+        iob_type = self._move_iob_type[pred]
         for i, doc in enumerate(docs):
             start, end = doc_off[i], doc_off[i + 1]
             if not doc.has_annotation("ENT_IOB"):  # what set_ents gives them, in one array write
