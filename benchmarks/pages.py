@@ -67,7 +67,7 @@ BENCH_SECTIONS = [
      "`load_default()` on the same WSJ sentences (gold tokens and sentences, so sentence F is 100; only tags can "
      "be scored there), against spaCy's CNN tagger + parser trained on EWT, in the same run."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
-     "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll`), measured on the "
+     "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll --docstart-every 2`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "
      "boundaries given. Compared with spaCy's CNN efficiency NER (`configs/cnn_ner.cfg`, 3 epochs) trained on the "
      "same data, timed in the same run."),

@@ -15,6 +15,8 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.util import ensure_path, registry
 
+from .checks import check_number
+
 
 TOKENS = ("gold", "runtime", "both")
 
@@ -139,9 +141,22 @@ def iob_docs(vocab, path: Path, *, token_col: int, tag_col: int, doc_break: Call
         yield doc
 
 
-def conll_ner_docs(vocab, path: Path) -> Iterator[Doc]:
-    """CoNLL-2003 (token POS chunk tag): one doc per -DOCSTART- article."""
-    return iob_docs(vocab, path, token_col=0, tag_col=-1, doc_break=lambda line: line.startswith("-DOCSTART-"))
+DOCSTART = "-DOCSTART-"
+
+
+def conll_ner_docs(vocab, path: Path, docstart_every: int = 0) -> Iterator[Doc]:
+    """CoNLL-2003 (token POS chunk tag): one doc per -DOCSTART- article.
+    With `docstart_every` k > 0, articles 0, k, 2k, ... open with the
+    marker as a sentence of its own (outside any entity), as every doc
+    of spaCy's `--converter ner` that starts an article does: a model
+    trained on them leaves the marker alone in such docs, and (k = 2)
+    still sees as many article starts without it."""
+    docstart_every = check_number(docstart_every, "docstart_every", whole=True, low=0)
+    docs = iob_docs(vocab, path, token_col=0, tag_col=-1, doc_break=lambda line: line.startswith(DOCSTART))
+    for i, doc in enumerate(docs):
+        if docstart_every and i % docstart_every == 0:
+            doc = Doc.from_docs([Doc(vocab, words=[DOCSTART], sent_starts=[True], ents=["O"]), doc])
+        yield doc
 
 
 def chunk_docs(vocab, path: Path) -> Iterator[Doc]:

@@ -129,6 +129,22 @@ def test_conll_reader_one_doc_per_article(conll_refs):
     assert conll_refs["train"][0].ents[0].text == "EU" and conll_refs["train"][0].ents[0].label_ == "ORG"
 
 
+def test_conll_reader_keeps_the_marker_when_asked(conll_refs):
+    # as in spaCy's `--converter ner` docs: the marker as a sentence of its own, outside any entity
+    from itertools import islice
+
+    from conftest import CONLL
+    from spacy_sparse.readers import conll_ner_docs
+
+    marked = list(islice(conll_ner_docs(conll_refs["train"][0].vocab, CONLL / "train.txt", docstart_every=2), 150))
+    assert [t.text for t in marked[1]] == [t.text for t in conll_refs["train"][1]]
+    for doc, plain in list(zip(marked, conll_refs["train"]))[::2]:
+        assert doc[0].text == "-DOCSTART-" and doc[0].ent_iob_ == "O" and doc[1].is_sent_start
+        assert [t.text for t in doc[1:]] == [t.text for t in plain]
+        assert [(e.start + 1, e.end + 1, e.label_) for e in plain.ents] == [(e.start, e.end, e.label_) for e in doc.ents]
+        assert [s.start + 1 for s in plain.sents] == [s.start for s in doc.sents][1:]
+
+
 @pytest.mark.parametrize("labels", [["B-PER"], ["PER", ""], ["U-LOC", "ORG"]])
 def test_move_names_are_not_entity_types(labels):
     ner = spacy.blank("en").add_pipe("sparse_ner")

@@ -36,8 +36,10 @@ def cmd_convert_conll(args: argparse.Namespace) -> int:
     vocab = __import__("spacy").blank("en").vocab
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    read = uner_docs if args.uner else chunk_docs if args.chunks else conll_ner_docs
-    docs = list(read(vocab, Path(args.input)))
+    if args.uner or args.chunks:
+        docs = list((uner_docs if args.uner else chunk_docs)(vocab, Path(args.input)))
+    else:
+        docs = list(conll_ner_docs(vocab, Path(args.input), docstart_every=args.docstart_every))
     DocBin(docs=docs, store_user_data=False).to_disk(out)
     msg.good(f"{args.input} -> {out}: {len(docs)} docs, {sum(len(d) for d in docs):,} tokens, "
              f"{sum(len(d.ents) for d in docs):,} entities")
@@ -75,6 +77,9 @@ def register(sub) -> None:
                    help="Universal NER format (index token tag ...); OTH and B-O tags become O")
     p.add_argument("--chunks", action="store_true",
                    help="CoNLL-2000 chunking (token POS chunk): one doc per sentence, POS as tag_, chunks as ents")
+    p.add_argument("--docstart-every", type=int, default=0, metavar="K",
+                   help="CoNLL-2003: open articles 0, K, 2K, ... with the -DOCSTART- marker as a one-token "
+                        "sentence, as spaCy's `convert --converter ner` docs have it (default 0: never)")
     p.set_defaults(func=cmd_convert_conll)
 
     p = sub.add_parser("clusters", help="word clusters (lookups, Liang's paths file) -> a table for `clusters` settings")
