@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
     "annotate": "tag",
+    "word_dropout": 0.0,
     **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
 }
@@ -34,6 +35,7 @@ def make_sparse_tagger(
     name: str,
     templates: List[str],
     annotate: str,
+    word_dropout: float,
     margin: Optional[float],
     margin_decay: float,
     train_margin: float,
@@ -50,6 +52,10 @@ def make_sparse_tagger(
     templates (List[str]): feature templates in the order they are scored.
     annotate (str): "tag" writes token.tag_ (fine tags such as PTB), "pos"
         writes token.pos_ (Universal POS tags only).
+    word_dropout (float): in training, a token is read as an unknown word
+        with probability word_dropout / (word_dropout + c), c the count of
+        its lowercase form in the training data, so spelling, shape and
+        cluster features learn what new words need (0: never).
     margin (Optional[float]): runtime stop margin of dynamic feature selection;
         None scores every template.
     margin_decay (float): with a margin, the lead that stops a token after
@@ -78,7 +84,8 @@ def make_sparse_tagger(
     from .pipeline.tagger import SparseTagger
 
     return SparseTagger(
-        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin, margin_decay=margin_decay,
+        nlp.vocab, name, templates=templates, annotate=annotate, word_dropout=word_dropout, margin=margin,
+        margin_decay=margin_decay,
         train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
         min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
     )

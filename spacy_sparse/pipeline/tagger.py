@@ -12,7 +12,8 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .sequence import SequencePipe
+from ..checks import check_number
+from .sequence import SequencePipe, type_counts, word_dropout
 
 ANNOTATE = {"tag": TAG, "pos": POS}
 NEG_PREFIX = "!"  # a gold tag "!NN": anything but NN (spaCy's tagger: neg_prefix)
@@ -30,15 +31,33 @@ def make_tagger_scorer() -> Callable:
 class SparseTagger(SequencePipe):
     """Assigns token.tag_ (or token.pos_) greedily from left to right."""
 
-    def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag", **kwargs: Any):
-        self._check_task_cfg({"annotate": annotate})
-        super().__init__(vocab, name, annotate=annotate, **kwargs)
+    def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag",
+                 word_dropout: float = 0.0, **kwargs: Any):
+        self._check_task_cfg({"annotate": annotate, "word_dropout": word_dropout})
+        super().__init__(vocab, name, annotate=annotate, word_dropout=float(word_dropout), **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
+        # lowercase forms of the training data and their counts (initialize), for word_dropout
+        self._type_keys, self._type_counts = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         annotate = cfg.get("annotate", "tag")
         if not isinstance(annotate, str) or annotate not in ANNOTATE:
             raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
+        check_number(cfg.get("word_dropout", 0.0), "word_dropout", low=0)
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None, labels=None, order=None,
+                   clusters=None) -> None:
+        super().initialize(get_examples, nlp=nlp, labels=labels, order=order, clusters=clusters)
+        if self.cfg.get("word_dropout", 0.0) > 0:
+            self._type_keys, self._type_counts = type_counts(get_examples())
+
+    def _word_dropout(self, model, batch):
+        alpha = self.cfg.get("word_dropout", 0.0)
+        if alpha <= 0 or not len(self._type_keys):
+            return batch.lex_rows, batch.lex
+        # seeded by the update count: the same run drops the same words
+        rng = np.random.default_rng(int(model.steps[0]))
+        return word_dropout(batch.lex_rows, batch.lex, self._type_keys, self._type_counts, alpha, rng)
 
     @property
     def annotate(self) -> str:
