@@ -96,6 +96,7 @@ DEFAULT_NER_CONFIG = {
     **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
     "incorrect_spans_key": None,
+    "word_dropout": 0.0,
 }
 
 
@@ -120,9 +121,10 @@ def make_sparse_ner(
     n_threads: int,
     scorer: Optional[Callable],
     incorrect_spans_key: Optional[str] = None,
+    word_dropout: float = 0.0,
 ) -> "SparseNER":
     """Create a sparse entity recognizer. The settings mean what they mean for
-    `sparse_tagger` (see its factory); `incorrect_spans_key`, as in spaCy's
+    `sparse_tagger` (see its factory, `word_dropout` included); `incorrect_spans_key`, as in spaCy's
     NER, names a span group of the reference docs whose spans are known not
     to be entities of their label."""
     from .pipeline.ner import SparseNER
@@ -130,7 +132,7 @@ def make_sparse_ner(
     return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
                      train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
                      min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
-                     incorrect_spans_key=incorrect_spans_key)
+                     incorrect_spans_key=incorrect_spans_key, word_dropout=word_dropout)
 
 
 DEFAULT_SENTER_CONFIG = {

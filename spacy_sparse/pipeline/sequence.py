@@ -7,7 +7,7 @@ written onto docs (`set_annotations`).
 """
 import threading
 from collections import Counter
-from typing import Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 import numpy as np
 from spacy.attrs import SPACY, TAG
@@ -15,6 +15,7 @@ from spacy.strings import get_string_id
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..checks import check_number
 from ..kernels.sequence import (UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows, word_slots,
                                 word_sums)
 from ..model import SparseLinearModel
@@ -44,6 +45,10 @@ def token_inputs(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
 # the form, lowercase and norm of a word seen as unknown (word_dropout)
 UNKNOWN_WORD = np.uint64(get_string_id("-unknown-word-"))
 IDENTITY_COLUMNS = [LEX_COLUMN[name] for name in ("orth", "lower", "norm")]
+
+
+def check_word_dropout(value: Any) -> float:
+    return check_number(value, "word_dropout", low=0)
 
 
 def type_counts(examples: Iterable[Example]) -> Tuple[np.ndarray, np.ndarray]:
@@ -147,6 +152,8 @@ class SequencePipe(SparsePipe):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._word_rows = WordRowCache()
+        # lowercase forms of the training data and their counts (initialize), for word_dropout
+        self._type_keys, self._type_counts = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
 
     @property
     def _hist_of(self) -> np.ndarray:
@@ -196,10 +203,22 @@ class SequencePipe(SparsePipe):
         self._record_usage(used[used > 0] if len(fixed) else used)
         return pred, batch.doc_off
 
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None, labels=None, order=None,
+                   clusters=None) -> None:
+        super().initialize(get_examples, nlp=nlp, labels=labels, order=order, clusters=clusters)
+        if self.cfg.get("word_dropout", 0.0) > 0:
+            self._type_keys, self._type_counts = type_counts(get_examples())
+
     def _word_dropout(self, model: SparseLinearModel, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
-        """The batch's (lex_rows, lex) as training reads them: as they are
-        unless the component has a word dropout and type counts."""
-        return batch.lex_rows, batch.lex
+        """The batch's (lex_rows, lex) as training reads them: with some
+        words as unknown ones when the component has a word dropout (and
+        type counts from initialize), else as they are."""
+        alpha = self.cfg.get("word_dropout", 0.0)
+        if alpha <= 0 or not len(self._type_keys):
+            return batch.lex_rows, batch.lex
+        # seeded by the update count: the same run drops the same words
+        rng = np.random.default_rng(int(model.steps[0]))
+        return word_dropout(batch.lex_rows, batch.lex, self._type_keys, self._type_counts, alpha, rng)
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         examples_docs = [eg.predicted for eg in examples]

@@ -12,8 +12,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from ..checks import check_number
-from .sequence import SequencePipe, type_counts, word_dropout
+from .sequence import SequencePipe, check_word_dropout
 
 ANNOTATE = {"tag": TAG, "pos": POS}
 NEG_PREFIX = "!"  # a gold tag "!NN": anything but NN (spaCy's tagger: neg_prefix)
@@ -36,28 +35,12 @@ class SparseTagger(SequencePipe):
         self._check_task_cfg({"annotate": annotate, "word_dropout": word_dropout})
         super().__init__(vocab, name, annotate=annotate, word_dropout=float(word_dropout), **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
-        # lowercase forms of the training data and their counts (initialize), for word_dropout
-        self._type_keys, self._type_counts = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         annotate = cfg.get("annotate", "tag")
         if not isinstance(annotate, str) or annotate not in ANNOTATE:
             raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
-        check_number(cfg.get("word_dropout", 0.0), "word_dropout", low=0)
-
-    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None, labels=None, order=None,
-                   clusters=None) -> None:
-        super().initialize(get_examples, nlp=nlp, labels=labels, order=order, clusters=clusters)
-        if self.cfg.get("word_dropout", 0.0) > 0:
-            self._type_keys, self._type_counts = type_counts(get_examples())
-
-    def _word_dropout(self, model, batch):
-        alpha = self.cfg.get("word_dropout", 0.0)
-        if alpha <= 0 or not len(self._type_keys):
-            return batch.lex_rows, batch.lex
-        # seeded by the update count: the same run drops the same words
-        rng = np.random.default_rng(int(model.steps[0]))
-        return word_dropout(batch.lex_rows, batch.lex, self._type_keys, self._type_counts, alpha, rng)
+        check_word_dropout(cfg.get("word_dropout", 0.0))
 
     @property
     def annotate(self) -> str:
