@@ -370,3 +370,17 @@ def test_word_dropout_trains_deterministically_and_helps_unseen_words(ewt_refs):
         return right / total
 
     assert unseen_accuracy(dropping) > unseen_accuracy(plain) + 0.005  # 81.5 against 80.5 % when written
+
+
+@pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner"])
+@pytest.mark.parametrize("value", [-1, "much", float("nan"), True])
+def test_word_dropout_rejects_bad_values(factory, value):
+    with pytest.raises(ValueError, match="word_dropout"):
+        spacy.blank("en").add_pipe(factory, config={"word_dropout": value})
+
+
+def test_word_dropout_survives_a_save(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_ner", config={"word_dropout": 0.5})
+    nlp.to_disk(tmp_path / "p")
+    assert spacy.load(tmp_path / "p").get_pipe("sparse_ner").cfg["word_dropout"] == 0.5
