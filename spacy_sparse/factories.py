@@ -185,6 +185,7 @@ DEFAULT_PARSER_CONFIG = {
     "min_lifted": 10,
     "whole_docs": 0.5,
     "stray": 0.0,
+    "word_dropout": 0.0,
     "scorer": {"@scorers": "spacy.parser_scorer.v1"},
 }
 
@@ -215,12 +216,13 @@ def make_sparse_parser(
     whole_docs: float,
     stray: float,
     scorer: Optional[Callable],
+    word_dropout: float = 0.0,
 ) -> "SparseParser":
     """Create a sparse dependency parser.
 
     templates (List[str]): parser templates (slots such as S0, B0, S0L) in
         the order they are scored.
-    margin, margin_decay, train_margin, mode, learner, learn_rate, min_updates, n_threads:
+    margin, margin_decay, train_margin, mode, learner, learn_rate, min_updates, n_threads, word_dropout:
         as for sparse_tagger.
     explore (float): probability of following the model's own wrong action
         in training (error exploration with the dynamic oracle); 0 trains on
@@ -242,7 +244,7 @@ def make_sparse_parser(
         nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
         mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
         n_threads=n_threads, explore=explore, explore_after=explore_after, min_lifted=min_lifted,
-        whole_docs=whole_docs, stray=stray, scorer=scorer,
+        whole_docs=whole_docs, stray=stray, scorer=scorer, word_dropout=word_dropout,
     )
 
 

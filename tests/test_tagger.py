@@ -323,7 +323,7 @@ def test_annotating_pass_may_use_recent_averages_but_evaluation_gets_current_one
 
 def test_word_dropout_reads_rare_words_as_unknown(ewt_refs):
     from spacy_sparse.pipeline.batching import DocBatch
-    from spacy_sparse.pipeline.sequence import UNKNOWN_WORD, type_counts, word_dropout
+    from spacy_sparse.pipeline.dropout import UNKNOWN_WORD, type_counts, word_dropout
     from spacy_sparse.templates import LEX_COLUMN
 
     nlp = spacy.blank("en")
@@ -372,7 +372,7 @@ def test_word_dropout_trains_deterministically_and_helps_unseen_words(ewt_refs):
     assert unseen_accuracy(dropping) > unseen_accuracy(plain) + 0.005  # 81.5 against 80.5 % when written
 
 
-@pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner"])
+@pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner", "sparse_parser"])
 @pytest.mark.parametrize("value", [-1, "much", float("nan"), True])
 def test_word_dropout_rejects_bad_values(factory, value):
     with pytest.raises(ValueError, match="word_dropout"):

@@ -27,6 +27,7 @@ from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 from .batching import MAX_TRAIN_CELLS, DocBatch, SegmentPool, token_chunks
+from .dropout import type_counts, word_dropout
 from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
                        check_threads)
 
@@ -95,6 +96,8 @@ class SparsePipe(TrainablePipe):
         })
         self.sparse: Optional[SparseLinearModel] = None
         self.lexicon = Lexicon(vocab)
+        # lowercase forms of the training data and their counts (initialize), for word_dropout
+        self._type_keys, self._type_counts = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
         self._stats_lock = threading.Lock()
         self._pool = SegmentPool()
         # the docs of the last update, held until the next predict: spaCy's
@@ -291,6 +294,23 @@ class SparsePipe(TrainablePipe):
         self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang)
         if self.cfg.get("min_count", 1) > 1:
             self._keep_frequent_features(list(get_examples()), self.cfg["min_count"])
+        self._count_types(get_examples)
+
+    def _count_types(self, get_examples: Callable[[], Iterable[Example]]) -> None:
+        """Count the training data's word types, which word_dropout needs."""
+        if self.cfg.get("word_dropout", 0.0) > 0:
+            self._type_keys, self._type_counts = type_counts(get_examples())
+
+    def _word_dropout(self, model: SparseLinearModel, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
+        """The batch's (lex_rows, lex) as training reads them: with some
+        words as unknown ones when the component has a word dropout (and
+        type counts from initialize), else as they are."""
+        alpha = self.cfg.get("word_dropout", 0.0)
+        if alpha <= 0 or not len(self._type_keys):
+            return batch.lex_rows, batch.lex
+        # seeded by the update count: the same run drops the same words
+        rng = np.random.default_rng(int(model.steps[0]))
+        return word_dropout(batch.lex_rows, batch.lex, self._type_keys, self._type_counts, alpha, rng)
 
     def _keep_frequent_features(self, examples: List[Example], min_count: int) -> None:
         """Rare-feature pruning, the baseline of min-update: count every

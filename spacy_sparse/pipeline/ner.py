@@ -18,7 +18,8 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from .batching import DocBatch
-from .sequence import ALWAYS, NO_FIXED, SequencePipe, check_word_dropout
+from .dropout import check_word_dropout
+from .sequence import ALWAYS, NO_FIXED, SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
 ENT_ATTRS = [ENT_IOB, ENT_TYPE]

@@ -31,6 +31,7 @@ from ..checks import check_number
 from ..lexicon import ambiguity_classes
 from .base import SparsePipe
 from .batching import DocBatch
+from .dropout import check_word_dropout
 
 KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
 # the move columns of split actions, in kind order
@@ -109,8 +110,9 @@ class SparseParser(SparsePipe):
 
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
-                 stray: float = 0.0, **kwargs: Any):
+                 stray: float = 0.0, word_dropout: float = 0.0, **kwargs: Any):
         super().__init__(vocab, name, explore=_check_fraction(explore, "explore"),
+                         word_dropout=check_word_dropout(word_dropout),
                          explore_after=_check_count(explore_after, "explore_after"),
                          min_lifted=_check_count(min_lifted, "min_lifted"),
                          whole_docs=_check_fraction(whole_docs, "whole_docs"),
@@ -206,6 +208,7 @@ class SparseParser(SparsePipe):
         # `amb` atoms read a word's ambiguity class: the tags it took in training
         self._build_model(names, order, ambiguity_classes(words))
         self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang)
+        self._count_types(get_examples)
 
     def _arrange_templates(self, templates: List[str]) -> List[str]:
         """Move templates first, label templates (split actions) after,
@@ -290,6 +293,7 @@ class SparseParser(SparsePipe):
         rng = np.random.RandomState(self._n_batches)
         whole = rng.random_sample(len(docs)) < self.cfg["whole_docs"]
         batch, tags, poss, single = self._state_inputs(docs, whole)
+        lex_rows, lex = self._word_dropout(model, batch)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
         # a split parser labels each arc in a third decision per token
@@ -297,7 +301,7 @@ class SparseParser(SparsePipe):
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
         self._words_seen += batch.n_tokens
         return train_parse(
-            batch.lex_rows, batch.lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
+            lex_rows, lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
             model.template_arrays, self._n_move, self._lab_ok, self._arc_col, self._root_col, model.tables(),
             model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
             self._kind, self._alab, self.cfg["train_margin"],

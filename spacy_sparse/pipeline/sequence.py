@@ -6,20 +6,17 @@ token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
 import threading
-from collections import Counter
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 from spacy.attrs import SPACY, TAG
-from spacy.strings import get_string_id
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..checks import check_number
 from ..kernels.sequence import (UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows, word_slots,
                                 word_sums)
 from ..model import SparseLinearModel
-from ..templates import HISTORY_ATTRS, LEX_COLUMN
+from ..templates import HISTORY_ATTRS
 from .base import SparsePipe
 from .batching import DocBatch
 
@@ -40,46 +37,6 @@ def token_inputs(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
         return NO_INPUTS
     parts = [doc.to_array([TAG, SPACY]).astype(np.uint64) for doc in docs if len(doc)]
     return np.concatenate(parts) if parts else NO_INPUTS
-
-
-# the form, lowercase and norm of a word seen as unknown (word_dropout)
-UNKNOWN_WORD = np.uint64(get_string_id("-unknown-word-"))
-IDENTITY_COLUMNS = [LEX_COLUMN[name] for name in ("orth", "lower", "norm")]
-
-
-def check_word_dropout(value: Any) -> float:
-    return check_number(value, "word_dropout", low=0)
-
-
-def type_counts(examples: Iterable[Example]) -> Tuple[np.ndarray, np.ndarray]:
-    """(sorted lowercase-form hashes, their counts) over the tokens training reads."""
-    counts = Counter(token.lower for eg in examples for token in eg.predicted)
-    keys = np.array(sorted(counts), dtype=np.uint64)
-    return keys, np.array([counts[int(k)] for k in keys], dtype=np.float64)
-
-
-def word_dropout(lex_rows: np.ndarray, lex: np.ndarray, keys: np.ndarray, counts: np.ndarray, alpha: float,
-                 rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
-    """Each token becomes an unknown word with probability alpha / (alpha +
-    c), c the count of its lowercase form in the training data (Kiperwasser
-    & Goldberg 2016): its row points to a copy of its type's row whose form,
-    lowercase and norm are UNKNOWN_WORD and which has no ambiguity class, so
-    every template reading it sees a new word, and what a word's spelling,
-    shape and cluster say gets trained on the rare words that unknown words
-    are like. Returns (lex_rows, lex), copies when anything is dropped."""
-    lower = lex[lex_rows, LEX_COLUMN["lower"]]
-    at = np.minimum(np.searchsorted(keys, lower), max(len(keys) - 1, 0))
-    count = np.where(keys[at] == lower, counts[at], 0.0) if len(keys) else np.zeros(len(lower))
-    drop = rng.random(len(lower)) < alpha / (alpha + count)
-    if not drop.any():
-        return lex_rows, lex
-    types, twin = np.unique(lex_rows[drop], return_inverse=True)
-    twins = lex[types]
-    twins[:, IDENTITY_COLUMNS] = UNKNOWN_WORD
-    twins[:, LEX_COLUMN["amb"]] = 0
-    lex_rows = lex_rows.copy()
-    lex_rows[drop] = lex.shape[0] + twin
-    return lex_rows, np.concatenate([lex, twins])
 
 
 class WordRowCache:
@@ -152,8 +109,6 @@ class SequencePipe(SparsePipe):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._word_rows = WordRowCache()
-        # lowercase forms of the training data and their counts (initialize), for word_dropout
-        self._type_keys, self._type_counts = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
 
     @property
     def _hist_of(self) -> np.ndarray:
@@ -202,23 +157,6 @@ class SequencePipe(SparsePipe):
         self._over_segments(batch, label)
         self._record_usage(used[used > 0] if len(fixed) else used)
         return pred, batch.doc_off
-
-    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None, labels=None, order=None,
-                   clusters=None) -> None:
-        super().initialize(get_examples, nlp=nlp, labels=labels, order=order, clusters=clusters)
-        if self.cfg.get("word_dropout", 0.0) > 0:
-            self._type_keys, self._type_counts = type_counts(get_examples())
-
-    def _word_dropout(self, model: SparseLinearModel, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
-        """The batch's (lex_rows, lex) as training reads them: with some
-        words as unknown ones when the component has a word dropout (and
-        type counts from initialize), else as they are."""
-        alpha = self.cfg.get("word_dropout", 0.0)
-        if alpha <= 0 or not len(self._type_keys):
-            return batch.lex_rows, batch.lex
-        # seeded by the update count: the same run drops the same words
-        rng = np.random.default_rng(int(model.steps[0]))
-        return word_dropout(batch.lex_rows, batch.lex, self._type_keys, self._type_counts, alpha, rng)
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         examples_docs = [eg.predicted for eg in examples]

@@ -12,7 +12,8 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .sequence import SequencePipe, check_word_dropout
+from .dropout import check_word_dropout
+from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
 NEG_PREFIX = "!"  # a gold tag "!NN": anything but NN (spaCy's tagger: neg_prefix)
