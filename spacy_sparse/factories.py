@@ -139,6 +139,7 @@ DEFAULT_SENTER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.senter_templates.v1"},
     **COMMON_DEFAULTS,
     "start_bias": 0.0,
+    "word_dropout": 0.0,
     "scorer": {"@scorers": "spacy.senter_scorer.v1"},
 }
 
@@ -164,9 +165,10 @@ def make_sparse_senter(
     n_threads: int,
     scorer: Optional[Callable],
     start_bias: float = 0.0,
+    word_dropout: float = 0.0,
 ) -> "SparseSenter":
     """Create a sparse sentence segmenter. The settings mean what they mean
-    for `sparse_tagger` (see its factory); `start_bias` is added to the score
+    for `sparse_tagger` (see its factory, `word_dropout` included); `start_bias` is added to the score
     of a sentence start when predicting (above 0: more starts, recall for
     precision; the shipped segmenter's was picked on EWT dev)."""
     from .pipeline.senter import SparseSenter
@@ -174,7 +176,7 @@ def make_sparse_senter(
     return SparseSenter(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
                         train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
                         min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
-                        start_bias=start_bias)
+                        start_bias=start_bias, word_dropout=word_dropout)
 
 
 DEFAULT_PARSER_CONFIG = {

@@ -372,7 +372,7 @@ def test_word_dropout_trains_deterministically_and_helps_unseen_words(ewt_refs):
     assert unseen_accuracy(dropping) > unseen_accuracy(plain) + 0.005  # 81.5 against 80.5 % when written
 
 
-@pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner", "sparse_parser"])
+@pytest.mark.parametrize("factory", ["sparse_tagger", "sparse_ner", "sparse_parser", "sparse_senter"])
 @pytest.mark.parametrize("value", [-1, "much", float("nan"), True])
 def test_word_dropout_rejects_bad_values(factory, value):
     with pytest.raises(ValueError, match="word_dropout"):
