@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 DEFAULT_TAGGER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.tagger_templates.v1"},
     "annotate": "tag",
-    "word_dropout": 0.0,
     **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.tagger_scorer.v1"},
 }
@@ -35,7 +34,6 @@ def make_sparse_tagger(
     name: str,
     templates: List[str],
     annotate: str,
-    word_dropout: float,
     margin: Optional[float],
     margin_decay: float,
     train_margin: float,
@@ -44,6 +42,7 @@ def make_sparse_tagger(
     learn_rate: float,
     min_updates: int,
     min_count: int,
+    word_dropout: float,
     n_threads: int,
     scorer: Optional[Callable],
 ) -> "SparseTagger":
@@ -84,10 +83,10 @@ def make_sparse_tagger(
     from .pipeline.tagger import SparseTagger
 
     return SparseTagger(
-        nlp.vocab, name, templates=templates, annotate=annotate, word_dropout=word_dropout, margin=margin,
-        margin_decay=margin_decay,
+        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin, margin_decay=margin_decay,
         train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
+        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
+        scorer=scorer,
     )
 
 
@@ -96,7 +95,6 @@ DEFAULT_NER_CONFIG = {
     **COMMON_DEFAULTS,
     "scorer": {"@scorers": "spacy_sparse.ner_scorer.v1"},
     "incorrect_spans_key": None,
-    "word_dropout": 0.0,
 }
 
 
@@ -118,10 +116,10 @@ def make_sparse_ner(
     learn_rate: float,
     min_updates: int,
     min_count: int,
+    word_dropout: float,
     n_threads: int,
     scorer: Optional[Callable],
     incorrect_spans_key: Optional[str] = None,
-    word_dropout: float = 0.0,
 ) -> "SparseNER":
     """Create a sparse entity recognizer. The settings mean what they mean for
     `sparse_tagger` (see its factory, `word_dropout` included); `incorrect_spans_key`, as in spaCy's
@@ -131,15 +129,14 @@ def make_sparse_ner(
 
     return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
                      train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                     min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
-                     incorrect_spans_key=incorrect_spans_key, word_dropout=word_dropout)
+                     min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
+                     scorer=scorer, incorrect_spans_key=incorrect_spans_key)
 
 
 DEFAULT_SENTER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.senter_templates.v1"},
     **COMMON_DEFAULTS,
     "start_bias": 0.0,
-    "word_dropout": 0.0,
     "scorer": {"@scorers": "spacy.senter_scorer.v1"},
 }
 
@@ -162,10 +159,10 @@ def make_sparse_senter(
     learn_rate: float,
     min_updates: int,
     min_count: int,
+    word_dropout: float,
     n_threads: int,
     scorer: Optional[Callable],
     start_bias: float = 0.0,
-    word_dropout: float = 0.0,
 ) -> "SparseSenter":
     """Create a sparse sentence segmenter. The settings mean what they mean
     for `sparse_tagger` (see its factory, `word_dropout` included); `start_bias` is added to the score
@@ -175,8 +172,8 @@ def make_sparse_senter(
 
     return SparseSenter(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
                         train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                        min_updates=min_updates, min_count=min_count, n_threads=n_threads, scorer=scorer,
-                        start_bias=start_bias, word_dropout=word_dropout)
+                        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout,
+                        n_threads=n_threads, scorer=scorer, start_bias=start_bias)
 
 
 DEFAULT_PARSER_CONFIG = {
@@ -187,7 +184,6 @@ DEFAULT_PARSER_CONFIG = {
     "min_lifted": 10,
     "whole_docs": 0.5,
     "stray": 0.0,
-    "word_dropout": 0.0,
     "scorer": {"@scorers": "spacy.parser_scorer.v1"},
 }
 
@@ -211,6 +207,7 @@ def make_sparse_parser(
     learn_rate: float,
     min_updates: int,
     min_count: int,
+    word_dropout: float,
     n_threads: int,
     explore: float,
     explore_after: int,
@@ -218,7 +215,6 @@ def make_sparse_parser(
     whole_docs: float,
     stray: float,
     scorer: Optional[Callable],
-    word_dropout: float = 0.0,
 ) -> "SparseParser":
     """Create a sparse dependency parser.
 
@@ -245,8 +241,8 @@ def make_sparse_parser(
     return SparseParser(
         nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
         mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
-        n_threads=n_threads, explore=explore, explore_after=explore_after, min_lifted=min_lifted,
-        whole_docs=whole_docs, stray=stray, scorer=scorer, word_dropout=word_dropout,
+        word_dropout=word_dropout, n_threads=n_threads, explore=explore, explore_after=explore_after,
+        min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, scorer=scorer,
     )
 
 

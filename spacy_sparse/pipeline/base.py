@@ -72,6 +72,7 @@ class SparsePipe(TrainablePipe):
         learn_rate: float = COMMON_DEFAULTS["learn_rate"],
         min_updates: int = COMMON_DEFAULTS["min_updates"],
         min_count: int = COMMON_DEFAULTS["min_count"],
+        word_dropout: float = COMMON_DEFAULTS["word_dropout"],
         n_threads: int = COMMON_DEFAULTS["n_threads"],
         **extra_cfg: Any,
     ):
@@ -90,6 +91,7 @@ class SparsePipe(TrainablePipe):
             "learn_rate": learn_rate,
             "min_updates": min_updates,
             "min_count": min_count,
+            "word_dropout": word_dropout,
             "n_threads": n_threads,
             "labels": [],
             **extra_cfg,

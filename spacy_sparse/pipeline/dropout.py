@@ -2,22 +2,17 @@
 some tokens of a batch are read as a word never seen, so the features a new
 word still has (spelling, shape, cluster) learn what such words need."""
 from collections import Counter
-from typing import Any, Iterable, Tuple
+from typing import Iterable, Tuple
 
 import numpy as np
 from spacy.strings import get_string_id
 from spacy.training import Example
 
-from ..checks import check_number
 from ..templates import LEX_COLUMN
 
 # the form, lowercase and norm of a word seen as unknown (word_dropout)
 UNKNOWN_WORD = np.uint64(get_string_id("-unknown-word-"))
 IDENTITY_COLUMNS = [LEX_COLUMN[name] for name in ("orth", "lower", "norm")]
-
-
-def check_word_dropout(value: Any) -> float:
-    return check_number(value, "word_dropout", low=0)
 
 
 def type_counts(examples: Iterable[Example]) -> Tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,6 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from .batching import DocBatch
-from .dropout import check_word_dropout
 from .sequence import ALWAYS, NO_FIXED, SequencePipe
 
 PREFIXES = ("B", "I", "L", "U")
@@ -78,10 +77,9 @@ class SparseNER(SequencePipe):
     """Sets doc.ents greedily from left to right."""
 
     def __init__(self, vocab: Vocab, name: str = "sparse_ner", *, incorrect_spans_key: Optional[str] = None,
-                 word_dropout: float = 0.0, **kwargs: Any):
-        self._check_task_cfg({"incorrect_spans_key": incorrect_spans_key, "word_dropout": word_dropout})
-        super().__init__(vocab, name, incorrect_spans_key=incorrect_spans_key, word_dropout=float(word_dropout),
-                         **kwargs)
+                 **kwargs: Any):
+        self._check_task_cfg({"incorrect_spans_key": incorrect_spans_key})
+        super().__init__(vocab, name, incorrect_spans_key=incorrect_spans_key, **kwargs)
         self._types: List[str] = []
         self._move_index: Dict[str, int] = {}
         self._move_iob_type = np.array([(2, 0)], dtype=np.uint64)
@@ -90,7 +88,6 @@ class SparseNER(SequencePipe):
         key = cfg.get("incorrect_spans_key")
         if key is not None and not (isinstance(key, str) and key):
             raise ValueError(f"incorrect_spans_key must be a span group name or null, got {key!r}")
-        check_word_dropout(cfg.get("word_dropout", 0.0))
 
     @property
     def labels(self) -> Tuple[str, ...]:

@@ -31,7 +31,6 @@ from ..checks import check_number
 from ..lexicon import ambiguity_classes
 from .base import SparsePipe
 from .batching import DocBatch
-from .dropout import check_word_dropout
 
 KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
 # the move columns of split actions, in kind order
@@ -110,9 +109,8 @@ class SparseParser(SparsePipe):
 
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
-                 stray: float = 0.0, word_dropout: float = 0.0, **kwargs: Any):
+                 stray: float = 0.0, **kwargs: Any):
         super().__init__(vocab, name, explore=_check_fraction(explore, "explore"),
-                         word_dropout=check_word_dropout(word_dropout),
                          explore_after=_check_count(explore_after, "explore_after"),
                          min_lifted=_check_count(min_lifted, "min_lifted"),
                          whole_docs=_check_fraction(whole_docs, "whole_docs"),

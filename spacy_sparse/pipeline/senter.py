@@ -17,7 +17,6 @@ from spacy.vocab import Vocab
 
 from .batching import DocBatch
 from ..checks import check_number
-from .dropout import check_word_dropout
 from .sequence import NO_BIAS, NO_FIXED, SequencePipe
 
 # label indices, in the sorted order spaCy's senter uses too
@@ -38,10 +37,8 @@ class SparseSenter(SequencePipe):
     # (dev sentence F 79.56 -> 79.37 for the shipped segmenter).
     summed_words = False
 
-    def __init__(self, vocab: Vocab, name: str = "sparse_senter", *, start_bias: float = 0.0,
-                 word_dropout: float = 0.0, **kwargs: Any):
-        super().__init__(vocab, name, start_bias=check_start_bias(start_bias),
-                         word_dropout=check_word_dropout(word_dropout), **kwargs)
+    def __init__(self, vocab: Vocab, name: str = "sparse_senter", *, start_bias: float = 0.0, **kwargs: Any):
+        super().__init__(vocab, name, start_bias=check_start_bias(start_bias), **kwargs)
         self.cfg["labels"] = list(LABELS)
 
     @property
@@ -57,7 +54,6 @@ class SparseSenter(SequencePipe):
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         check_start_bias(cfg.get("start_bias", 0.0))
-        check_word_dropout(cfg.get("word_dropout", 0.0))
 
     def _label_bias(self) -> np.ndarray:
         bias = self.start_bias

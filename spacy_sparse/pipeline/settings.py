@@ -20,6 +20,8 @@ COMMON_DEFAULTS: Dict[str, Any] = {
     "learn_rate": 1.0,
     "min_updates": 1,
     "min_count": 1,
+    # word dropout in training (pipeline/dropout.py); 0: none
+    "word_dropout": 0.0,
     "n_threads": 1,
 }
 
@@ -58,6 +60,7 @@ def check_common(cfg: Dict[str, Any]) -> Dict[str, Any]:
         "learn_rate": lambda v: check_number(v, "learn_rate", low=0, low_open=True),
         "min_updates": check_min_updates,
         "min_count": lambda v: check_min_updates(v, "min_count"),
+        "word_dropout": lambda v: check_number(v, "word_dropout", low=0),
         "n_threads": check_threads,
     }
     for key, check in checks.items():

@@ -12,7 +12,6 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .dropout import check_word_dropout
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS}
@@ -31,17 +30,15 @@ def make_tagger_scorer() -> Callable:
 class SparseTagger(SequencePipe):
     """Assigns token.tag_ (or token.pos_) greedily from left to right."""
 
-    def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag",
-                 word_dropout: float = 0.0, **kwargs: Any):
-        self._check_task_cfg({"annotate": annotate, "word_dropout": word_dropout})
-        super().__init__(vocab, name, annotate=annotate, word_dropout=float(word_dropout), **kwargs)
+    def __init__(self, vocab: Vocab, name: str = "sparse_tagger", *, annotate: str = "tag", **kwargs: Any):
+        self._check_task_cfg({"annotate": annotate})
+        super().__init__(vocab, name, annotate=annotate, **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         annotate = cfg.get("annotate", "tag")
         if not isinstance(annotate, str) or annotate not in ANNOTATE:
             raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
-        check_word_dropout(cfg.get("word_dropout", 0.0))
 
     @property
     def annotate(self) -> str:
