@@ -42,9 +42,10 @@ from spacy.util import registry
 # the same doc (for entity moves, its entity type), read at the current or an
 # earlier position; "ptag" reads the token's tag_ as it was before this
 # component ran (set by an earlier tagger, or given with the input: CoNLL-2000
-# chunking provides POS tags), at any offset; "space" says whether whitespace
-# follows the token in the text (a per-token fact no word type holds: `."`
-# closes a quote where `. "` may open one).
+# chunking provides POS tags), at any offset; "space" says what whitespace
+# follows the token in the text: none, spaces, a line break or a blank line
+# (a per-token fact no word type holds: `."` closes a quote where `. "` may
+# open one; a blank line usually ends a sentence).
 #
 # Parser slots: stack items S0-S2 (S0 on top), buffer items B0-B3, and
 # dependents already attached: S0L/S0L2 the leftmost and second leftmost

@@ -120,7 +120,8 @@ def test_edge_case_docs(trained):
     out = list(nlp.pipe([empty, one, spaces, long_doc, empty]))
     assert len(out[0]) == 0 and len(out[4]) == 0
     assert out[1][0].tag_ in tagger.labels
-    assert all(t.tag_ in tagger.labels for t in out[2])
+    # whitespace tokens are tagged as spaCy's pipelines tag them, the words by the model
+    assert [t.tag_ for t in out[2]][1:3] == ["_SP", "_SP"] and all(out[2][i].tag_ in tagger.labels for i in (0, 3))
     assert len(long_doc) == 50_000 and all(t.tag_ for t in out[3])
     # the same sentence tags the same inside a very long doc
     assert [t.tag_ for t in out[3][5:9]] == [t.tag_ for t in out[3][10:14]]

@@ -12,7 +12,8 @@ already on the doc): it is kept, not predicted (an empty `fixed`: none).
 label earlier in its doc (the NER maps moves to their entity type);
 `seg_new_doc[d]` says whether segment d starts a new doc; `inputs` holds per
 token its tag_ hash as given before the component ran (column 0, what `ptag`
-reads) and whether whitespace follows it (column 1, 1 or 0: what `space` reads).
+reads) and the whitespace that follows it (column 1, what `space` reads: none,
+spaces, a line break, a blank line; pipeline/views.py).
 """
 from typing import Tuple
 

@@ -28,8 +28,21 @@ from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 from .batching import MAX_TRAIN_CELLS, DocBatch, SegmentPool, token_chunks
 from .dropout import type_counts, word_dropout
+from .views import Views, visible_examples
 from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
                        check_threads)
+
+
+class Predictions(tuple):
+    """A task's predictions (what its _predict returns) and the views of the
+    docs they were made on."""
+
+    views: Optional[Views] = None
+
+    def __new__(cls, values: tuple, views: Views) -> "Predictions":
+        self = super().__new__(cls, values)
+        self.views = views
+        return self
 
 
 def _no_forward(model, X, is_train):
@@ -53,6 +66,8 @@ class SparsePipe(TrainablePipe):
     template_kind = "sequence"
     # decisions a token takes part in (the parser: shifted and popped)
     decisions_per_token = 1
+    # the annotation set_annotations writes (views.WRITES), so whitespace tokens get theirs
+    writes = "tag"
     # set by the sparsity callback while it trains this component: whether
     # every method has reached its last phase (reported as `sparse_compressed`)
     compression_done: Optional[bool] = None
@@ -361,13 +376,15 @@ class SparsePipe(TrainablePipe):
             return losses
         for label in self._labels_in(examples):
             self.add_label(label)
+        trained = [eg.predicted for eg in examples]
+        examples = visible_examples(examples)
         cells = self.decisions_per_token * len(model.templates) * max(1, model.n_labels)
         with model.guard.writing():  # predictions in other threads wait (guard.py)
             for part in token_chunks(examples, max(1, MAX_TRAIN_CELLS // cells)):
                 losses[self.name] += float(self._train_batch(model, part))
             model.instances += len(examples)
             model.changed(training_step=True)
-        self._just_trained = [eg.predicted for eg in examples]
+        self._just_trained = trained
         return losses
 
     def predict(self, docs: Iterable[Doc]):
@@ -384,8 +401,20 @@ class SparsePipe(TrainablePipe):
         docs = list(docs)
         held, self._just_trained = self._just_trained, None
         annotating = held is not None and len(docs) > 0 and {id(d) for d in docs} <= {id(d) for d in held}
+        views = Views(docs)
         with model.guard.reading():
-            return self._predict(docs, model, ANNOTATE_STALE_STEPS if annotating else 0)
+            return Predictions(self._predict(views.docs, model, ANNOTATE_STALE_STEPS if annotating else 0), views)
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        """Write the predictions of `predict(docs)` onto the docs; whitespace
+        tokens get spaCy's values for them (views.py)."""
+        docs = list(docs)
+        views = getattr(predictions, "views", None) or Views(docs)
+        self._set_annotations(views.docs, tuple(predictions))
+        views.write_back(docs, self.writes)
+
+    def _set_annotations(self, docs: List[Doc], predictions) -> None:
+        raise NotImplementedError
 
     def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
         """The predictions; the averaged weights may be up to stale_steps

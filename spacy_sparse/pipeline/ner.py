@@ -76,6 +76,8 @@ def moves_to_spans(moves: np.ndarray, types: Sequence[str]) -> List[Tuple[int, i
 class SparseNER(SequencePipe):
     """Sets doc.ents greedily from left to right."""
 
+    writes = "ents"
+
     def __init__(self, vocab: Vocab, name: str = "sparse_ner", *, incorrect_spans_key: Optional[str] = None,
                  **kwargs: Any):
         self._check_task_cfg({"incorrect_spans_key": incorrect_spans_key})
@@ -173,7 +175,7 @@ class SparseNER(SequencePipe):
                     fixed[base + ent.end - 1] = k + 2
         return fixed
 
-    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+    def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
         # per move: the token's ENT_IOB (O 2, B 3, I 1) and ENT_TYPE, for docs without entity marks yet
         iob_type = self._move_iob_type[pred]

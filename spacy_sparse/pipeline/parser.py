@@ -104,6 +104,8 @@ def _check_count(value: Any, what: str) -> int:
 class SparseParser(SparsePipe):
     """Assigns heads, dependency labels and sentence boundaries."""
 
+    writes = "parse"
+
     template_kind = "state"
     decisions_per_token = 2
 
@@ -267,7 +269,7 @@ class SparseParser(SparsePipe):
         self._record_usage(used)
         return heads, labels, batch.doc_off
 
-    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+    def _set_annotations(self, docs: List[Doc], predictions) -> None:
         heads, labels, doc_off = predictions
         values = self._dep_values[labels]
         for i, doc in enumerate(docs):

@@ -31,6 +31,8 @@ def check_start_bias(value: Any) -> float:
 class SparseSenter(SequencePipe):
     """Sets token.is_sent_start greedily from left to right."""
 
+    writes = "sents"
+
     by_sents = False
     # Two labels: a row costs as little to read as a summed vector, and the
     # other order of float additions broke near ties the other way
@@ -102,7 +104,7 @@ class SparseSenter(SequencePipe):
             part[values == -1] = INSIDE
         return fixed
 
-    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+    def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
         values = np.where(pred == START, 1, -1).astype(np.int64).view(np.uint64).reshape(-1, 1)
         for i, doc in enumerate(docs):

@@ -19,6 +19,7 @@ from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import SparsePipe
 from .batching import DocBatch
+from .views import GAP_KEY, visible_examples
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
 NO_BIAS = np.zeros(0, dtype=np.float32)  # no label bias (predict_sequence)
@@ -31,11 +32,19 @@ SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a 
 
 def token_inputs(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
     """Per token, the tag_ hash as the docs come in (what `ptag` atoms read)
-    and whether whitespace follows it (`space`: 1 or 0), or an empty array when
-    no template reads either."""
+    and the whitespace that follows it (`space`: views.GAP_*, which is SPACY
+    in a doc without whitespace tokens), or an empty array when no template
+    reads either."""
     if not np.isin(model.atom_src, (HISTORY_ATTRS["ptag"], HISTORY_ATTRS["space"])).any():
         return NO_INPUTS
-    parts = [doc.to_array([TAG, SPACY]).astype(np.uint64) for doc in docs if len(doc)]
+    parts = []
+    for doc in docs:
+        if len(doc):
+            part = doc.to_array([TAG, SPACY]).astype(np.uint64)
+            gaps = doc.user_data.get(GAP_KEY) if doc.user_data else None
+            if gaps is not None:
+                part[:, 1] = gaps
+            parts.append(part)
     return np.concatenate(parts) if parts else NO_INPUTS
 
 
@@ -180,6 +189,7 @@ class SequencePipe(SparsePipe):
         gold label index (-1: none). Rare-feature pruning counts these; the
         template orderings regress on them."""
         model = self._require_model()
+        examples = visible_examples(examples)
         all_keys, all_gold = [], []
         for i in range(0, len(examples), 256):
             part = examples[i:i + 256]

@@ -44,6 +44,10 @@ class SparseTagger(SequencePipe):
     def annotate(self) -> str:
         return self.cfg["annotate"]
 
+    @property
+    def writes(self) -> str:
+        return self.annotate
+
     def _labels_changed(self) -> None:
         labels = self.labels
         if self.annotate == "pos":
@@ -84,7 +88,7 @@ class SparseTagger(SequencePipe):
                 yield token.text, "" if value.startswith(NEG_PREFIX) else value
 
     # ---- inference -----------------------------------------------------------
-    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+    def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
         attr = ANNOTATE[self.annotate]
         values = self._label_values[pred].reshape(-1, 1)

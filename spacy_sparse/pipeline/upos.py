@@ -13,9 +13,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 from spacy import util
-from spacy.attrs import DEP, LOWER, POS, TAG
+from spacy.attrs import DEP, IS_SPACE, LOWER, POS, TAG
 from spacy.language import Language
 from spacy.parts_of_speech import IDS as UPOS_IDS
+from spacy.parts_of_speech import SPACE
 from spacy.pipeline import Pipe
 from spacy.scorer import Scorer
 from spacy.tokens import Doc
@@ -172,8 +173,9 @@ class SparseUpos(Pipe):
         docs = [doc for doc in docs if len(doc)]
         if not docs:
             return
-        columns = np.concatenate([doc.to_array([TAG, DEP, LOWER, POS]).reshape(-1, 4) for doc in docs])
-        pos = self.table.lookup(columns)
+        columns = np.concatenate([doc.to_array([TAG, DEP, LOWER, POS, IS_SPACE]).reshape(-1, 5) for doc in docs])
+        pos = self.table.lookup(np.ascontiguousarray(columns[:, :4]))
+        pos[columns[:, 4] != 0] = SPACE  # whitespace tokens, as spaCy's pipelines mark them (views.py)
         start = 0
         for doc in docs:
             own = pos[start:start + len(doc)]

@@ -1,0 +1,113 @@
+"""Whitespace tokens (a line break, a second space) as spaCy's own components treat them (pipeline/views.py)."""
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+
+from conftest import EWT, need, read_conllu_slice
+
+import spacy_sparse
+from spacy_sparse.pipeline.views import GAP_BLANK_LINE, GAP_KEY, GAP_LINE, GAP_NONE, GAP_SPACES, Views
+
+
+@pytest.fixture(scope="module")
+def full():
+    return spacy_sparse.load_default()
+
+
+@pytest.fixture(scope="module")
+def dev_texts():
+    need(EWT)
+    return [d.text for d in read_conllu_slice(EWT / "en_ewt-ud-dev.conllu", 200)]
+
+
+def words_of(doc):
+    """Per word (whitespace tokens left out): text, tag, POS, label, head's word index, sentence start."""
+    index = {t.i: k for k, t in enumerate(t for t in doc if not t.is_space)}
+    return [(t.text, t.tag_, t.pos_, t.dep_, index[t.head.i], t.is_sent_start) for t in doc if not t.is_space]
+
+
+def test_a_second_space_changes_nothing_for_the_words(full, dev_texts):
+    """Two spaces are whitespace of the same class as one: every word gets what it got before."""
+    for text in dev_texts:
+        single = full(text)
+        double = full(text.replace(" ", "  "))
+        assert sum(t.is_space for t in double) > 0
+        assert words_of(double) == words_of(single)
+
+
+def test_whitespace_tokens_get_spacys_values(full):
+    doc = full("Thanks for the help\n\nBest regards\nJohn   Smith  ")
+    space = [t for t in doc if t.is_space]
+    assert len(space) == 4
+    for t in space:
+        assert (t.tag_, t.pos_, t.dep_) == ("_SP", "SPACE", "dep")
+        assert t.head.i == t.i - 1 and not t.head.is_space  # on the word before
+        assert not t.is_sent_start
+    # trees stay well formed: every sentence has one root, and whitespace belongs to the sentence before it
+    for sent in doc.sents:
+        assert sum(t.head == t for t in sent) == 1
+        assert not sent[0].is_space
+    lead = full("\n  Hello there. Bye.")
+    assert lead[0].is_space and lead[0].is_sent_start and lead[0].head.i == 1
+    assert [t.text for t in list(lead.sents)[0]] == ["\n  ", "Hello", "there", "."]
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\n", "  \n \t"])
+def test_empty_and_whitespace_only_docs_pass_through(full, text):
+    doc = full(text)
+    assert doc.text == text
+    assert all(t.tag_ == "_SP" and t.pos_ == "SPACE" for t in doc)
+    assert len(list(doc.sents)) == (1 if len(doc) else 0)
+
+
+def test_views_fold_whitespace_into_gap_classes(full):
+    doc = full.make_doc("One two  three\nfour\n\nfive.\r\nsix")
+    views = Views([doc])
+    view = views.docs[0]
+    assert [t.text for t in view] == ["One", "two", "three", "four", "five", ".", "six"]
+    assert view.user_data[GAP_KEY].tolist() == [GAP_SPACES, GAP_SPACES, GAP_LINE, GAP_BLANK_LINE, GAP_NONE,
+                                                GAP_LINE, GAP_NONE]
+    plain = full.make_doc("No extra whitespace here.")
+    assert Views([plain]).docs[0] is plain  # a doc without whitespace tokens is its own view
+
+
+def test_a_start_set_on_whitespace_stays_and_the_whitespace_opens_its_sentence(full):
+    doc = full.make_doc("First part here\n\nsecond part here")
+    doc[3].is_sent_start = True  # the blank line
+    for t in doc[1:]:
+        if t.i != 3:
+            t.is_sent_start = False
+    done = full(doc)
+    assert [t.i for t in done if t.is_sent_start] == [0, 3]
+    assert done[3].head.i == 4 and done[3].dep_ == "dep"
+    # a start set on the first word after leading whitespace: the whitespace is a sentence of its own
+    doc = full.make_doc("  Words follow here.")
+    doc[1].is_sent_start = True
+    done = full(doc)
+    assert [t.i for t in done if t.is_sent_start] == [0, 1]
+    assert done[0].head.i == 0
+
+
+def test_ner_entities_keep_inner_whitespace_and_none_at_their_edges(trained_ner, conll_refs):
+    nlp, ner = trained_ner
+    checked = 0
+    for ref in conll_refs["dev"]:
+        plain = nlp(ref.text)
+        for ent in plain.ents:
+            if len(ent) < 2:
+                continue
+            # a second space inside the entity and around it: the same words, the same entity
+            text = (ref.text[:ent.start_char] + " " + ent.text.replace(" ", "  ", 1) + "  "
+                    + ref.text[ent.end_char:])
+            doc = nlp(text)
+            got = [(e.text.split(), e.label_) for e in doc.ents]
+            assert (ent.text.split(), ent.label_) in got
+            for e in doc.ents:
+                assert not e[0].is_space and not e[-1].is_space
+            checked += 1
+            break
+        if checked >= 10:
+            break
+    assert checked >= 10
