@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import spacy
 import srsly
+from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
@@ -26,11 +27,12 @@ from .kernels.rows import HOT, span_values
 from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_margin_decay
-from .readers import bare_copy
+from .pipeline.views import Views
+from .readers import bare_copy, in_lines
 
 # The score each task is judged by, first match wins.
 ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f")
-TEXT_MODES = ("raw", "gold")
+TEXT_MODES = ("raw", "lines", "gold")
 
 
 def parse_margins(text: str) -> List[Optional[float]]:
@@ -73,14 +75,15 @@ def bare_docs(nlp: Language, references: Sequence[Doc], sents: bool = False, tag
 def input_docs(nlp: Language, references: Sequence[Doc], text: str = "raw", sents: bool = False,
                tags: bool = False) -> List[Doc]:
     """The docs a benchmark feeds the pipeline: `raw` runs each reference's
-    text through `nlp.make_doc`; `gold` copies the gold tokens (see
-    bare_docs)."""
+    text through `nlp.make_doc`; `lines` the same text laid out in lines
+    (readers.in_lines: a blank line between paragraphs, wrapped at 72
+    characters); `gold` copies the gold tokens (see bare_docs)."""
     if text not in TEXT_MODES:
         raise ValueError(f"text must be one of {TEXT_MODES}, got {text!r}")
-    if text == "raw":
+    if text != "gold":
         if sents or tags:
             raise ValueError("Gold sentences and gold tags need gold tokens (text='gold')")
-        return [nlp.make_doc(r.text) for r in references]
+        return [nlp.make_doc(r.text if text == "raw" else in_lines(r)) for r in references]
     return bare_docs(nlp, references, sents, tags)
 
 
@@ -173,6 +176,27 @@ def accuracy(pipe: SparsePipe, docs: List[Doc], references: List[Doc]) -> Tuple[
     raise ValueError(f"The component {pipe.name!r} reported none of {ACCURACY_KEYS}")
 
 
+def without_whitespace(doc: Doc) -> Doc:
+    """The doc without its whitespace tokens, annotation and all, for spaCy's
+    scorer on text in lines: it matches a predicted sentence to a gold one by
+    their texts with spaces removed, so a sentence with a line break inside
+    would never count as found. Tags, labels and heads of the words are
+    those of `doc`."""
+    views = Views([doc])
+    keep = views.keep[0]
+    if keep is None:
+        return doc
+    view = views.docs[0]
+    if doc.has_annotation("DEP") and len(keep):
+        index = np.full(len(doc), -1, dtype=np.int64)
+        index[keep] = np.arange(len(keep))
+        values = doc.to_array([HEAD, DEP]).reshape(-1, 2)
+        heads = index[(np.arange(len(doc)) + values[:, 0].view(np.int64))[keep]]
+        view.from_array([HEAD, DEP], np.stack([(heads - np.arange(len(keep))).view(np.uint64), values[keep, 1]],
+                                              axis=1))
+    return view
+
+
 # what a row reports for the whole pipeline, where the pipeline has it
 SCORE_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_uas", "dep_las", "sents_f")
 
@@ -256,6 +280,8 @@ def run_bench(
             pipe.margin, pipe.margin_decay = margin, decay
             pipe.reset_usage()
             done = list(nlp.pipe([d.copy() for d in docs]))
+            if text == "lines":
+                done = [without_whitespace(d) for d in done]
             key, acc = accuracy(pipe, done, references)
             rows.append({"margin": margin, "margin_decay": decay, "accuracy": acc, "metric": key,
                          "scores": pipeline_scores(nlp, done, references),
@@ -290,6 +316,8 @@ def run_bench(
         other_wps = time_pipe(other, other_docs, repeat)
         metric = rows[0]["metric"]
         scored = list(other.pipe(input_docs(other, references, text, sents, tags)))
+        if text == "lines":
+            scored = [without_whitespace(d) for d in scored]
         scores = pipeline_scores(other, scored, references)
         result["compare"] = {"model": str(compare), "words_per_second": other_wps,
                              "pipeline_bytes": directory_bytes(compare), "scores": scores,

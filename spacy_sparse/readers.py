@@ -7,7 +7,10 @@ edges it never sees at inference on whole docs. This reader yields one
 example per stored doc, with the gold tokens as the predicted doc's tokens.
 """
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
+import zlib
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
 
 from spacy.language import Language
 from spacy.attrs import TAG
@@ -19,10 +22,62 @@ from .checks import check_number
 
 
 TOKENS = ("gold", "runtime", "both")
+# user_data key of a doc's paragraph starts (token offsets after the first), from a CoNLL-U's `# newpar`
+PARAGRAPHS_KEY = "spacy_sparse.paragraphs"
+
+
+def mark_paragraphs(docs: List[Doc], conllu: str) -> List[Doc]:
+    """Record in each doc (spaCy's conllu_to_docs output: runs of whole
+    sentences, in file order) where a paragraph or document of the CoNLL-U
+    text starts inside it."""
+    flags = [("# newpar" in block or "# newdoc" in block)
+             for block in conllu.split("\n\n") if block.strip()]
+    k = 0
+    for doc in docs:
+        starts = []
+        for j, sent in enumerate(doc.sents):
+            if j and k < len(flags) and flags[k]:
+                starts.append(sent.start)
+            k += 1
+        doc.user_data[PARAGRAPHS_KEY] = starts
+    if k != len(flags):
+        raise ValueError(f"The docs hold {k} sentences, the CoNLL-U text {len(flags)}")
+    return docs
+
+
+def in_lines(ref: Doc, paragraph: str = "\n\n", width: int = 72) -> str:
+    """The text of `ref` laid out in lines, as plain-text files and e-mail
+    are: `paragraph` where a paragraph starts (PARAGRAPHS_KEY), and a line
+    break for the space before a word that would pass `width` characters (0:
+    no wrapping). Only whitespace changes, so spaCy's alignment still maps
+    the tokens of this text to the gold ones."""
+    breaks = set(ref.user_data.get(PARAGRAPHS_KEY, ()))
+    # the length of the run of tokens without whitespace that starts at each token: what must fit on the line
+    run = [0] * (len(ref) + 1)
+    for token in reversed(ref):
+        run[token.i] = len(token.text) + (0 if token.whitespace_ else run[token.i + 1])
+    parts, line = [], 0
+    for token in ref:
+        if token.i in breaks and parts and parts[-1] == " ":
+            parts[-1], line = paragraph, 0
+        elif width and parts and parts[-1] == " " and line + run[token.i] > width:
+            parts[-1], line = "\n", 0
+        parts.append(token.text)
+        parts.append(token.whitespace_)
+        line += len(token.text_with_ws)
+    return "".join(parts)
+
+
+def random_lines(ref: Doc, rng: np.random.Generator) -> str:
+    """A layout for training: paragraphs after a line break or a blank line,
+    and half the time lines wrapped at 60-80 characters."""
+    paragraph = "\n" if rng.random() < 0.5 else "\n\n"
+    return in_lines(ref, paragraph, int(rng.integers(60, 81)) if rng.random() < 0.5 else 0)
 
 
 def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
-                        sents: bool = False, tags: bool = False, tokens: str = "gold") -> Iterator[Example]:
+                        sents: bool = False, tags: bool = False, tokens: str = "gold",
+                        newlines: float = 0.0) -> Iterator[Example]:
     """Examples whose predicted doc has the gold tokens (and, with `sents`,
     the gold sentence boundaries; with `tags`, the stored tags) and no
     other annotation. `tokens="runtime"` gives the predicted doc the tokens
@@ -30,9 +85,11 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     through spaCy's alignment; `sents` projects the gold sentence starts
     onto them); "both" yields each doc both ways: gold tokens (with `sents`,
     gold sentences) and the raw-text path users take (spaCy's tokens, no
-    boundaries)."""
+    boundaries). A `newlines` share of the raw-text copies (drawn per doc,
+    the same in every epoch) has its text laid out in lines (random_lines)."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
+    newlines = check_number(newlines, "newlines", low=0.0, high=1.0)
     path = ensure_path(path)
     if path is None or not path.exists():
         raise ValueError(f"Corpus file not found: {path}")
@@ -43,17 +100,23 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
             if tokens != "runtime":
                 yield Example(bare_copy(ref, sents, tags=tags), ref)
             if tokens != "gold":
-                yield runtime_example(nlp, ref, sents and tokens == "runtime")
+                text = ref.text
+                if newlines > 0:
+                    rng = np.random.default_rng(zlib.crc32(text.encode("utf8")))
+                    if rng.random() < newlines:
+                        text = random_lines(ref, rng)
+                yield runtime_example(nlp, ref, sents and tokens == "runtime", text)
             n += 1
             if limit and n >= limit:
                 return
 
 
-def runtime_example(nlp: Language, ref: Doc, sents: bool = False) -> Example:
-    """An example whose predicted doc is `nlp.make_doc(ref.text)`; with
-    `sents`, the reference's sentence starts projected onto its tokens
-    through spaCy's alignment."""
-    eg = Example(nlp.make_doc(ref.text), ref)
+def runtime_example(nlp: Language, ref: Doc, sents: bool = False, text: Optional[str] = None) -> Example:
+    """An example whose predicted doc is `nlp.make_doc(ref.text)` (or of
+    `text`, the same words with other whitespace); with `sents`, the
+    reference's sentence starts projected onto its tokens through spaCy's
+    alignment."""
+    eg = Example(nlp.make_doc(ref.text if text is None else text), ref)
     if sents and len(ref) and ref.has_annotation("SENT_START"):
         for token, start in zip(eg.predicted, eg.get_aligned_sent_starts()):
             token.is_sent_start = bool(start)
@@ -79,18 +142,20 @@ def bare_copy(ref: Doc, sents: bool = False, vocab=None, tags: bool = False) -> 
 
 @registry.readers("spacy_sparse.GoldTokenCorpus.v1")
 def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False, tags: bool = False,
-                             tokens: str = "gold") -> Callable[[Language], Iterable[Example]]:
+                             tokens: str = "gold", newlines: float = 0.0) -> Callable[[Language], Iterable[Example]]:
     """Examples with gold tokens, one per stored doc (`limit` docs at most);
     `sents` also gives the model the gold sentence boundaries (gold
     segmentation, as UD evaluations with gold tokenization assume); `tags`
     puts the stored tag_ on the predicted doc, for a parser trained on
     jackknifed tags (`python -m spacy_sparse jackknife`); `tokens` picks
-    gold tokens, the tokens of spaCy's tokenizer ("runtime"), or "both"."""
+    gold tokens, the tokens of spaCy's tokenizer ("runtime"), or "both";
+    `newlines`, the share of raw-text copies laid out in lines."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
+    newlines = check_number(newlines, "newlines", low=0.0, high=1.0)
 
     def read(nlp: Language) -> Iterable[Example]:
-        return gold_token_examples(nlp, path, limit, sents, tags, tokens)
+        return gold_token_examples(nlp, path, limit, sents, tags, tokens, newlines)
 
     return read
 

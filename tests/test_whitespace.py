@@ -1,4 +1,5 @@
-"""Whitespace tokens (a line break, a second space) as spaCy's own components treat them (pipeline/views.py)."""
+"""Whitespace tokens (a line break, a second space) as spaCy's own components treat them, and raw text laid out
+in lines (pipeline/views.py, readers.in_lines)."""
 import numpy as np
 import pytest
 import spacy
@@ -9,6 +10,7 @@ from conftest import EWT, need, read_conllu_slice
 
 import spacy_sparse
 from spacy_sparse.pipeline.views import GAP_BLANK_LINE, GAP_KEY, GAP_LINE, GAP_NONE, GAP_SPACES, Views
+from spacy_sparse.readers import PARAGRAPHS_KEY, in_lines, mark_paragraphs
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +113,28 @@ def test_ner_entities_keep_inner_whitespace_and_none_at_their_edges(trained_ner,
         if checked >= 10:
             break
     assert checked >= 10
+
+
+def test_paragraphs_are_kept_and_laid_out_in_lines(tmp_path):
+    need(EWT)
+    text = (EWT / "en_ewt-ud-dev.conllu").read_text(encoding="utf8")
+    blocks = [b for b in text.split("\n\n") if b.strip()][:300]
+    from spacy.training.converters import conllu_to_docs
+
+    docs = mark_paragraphs(list(conllu_to_docs("\n\n".join(blocks) + "\n\n", n_sents=10, no_print=True)),
+                           "\n\n".join(blocks))
+    starts = sum(len(d.user_data[PARAGRAPHS_KEY]) for d in docs)
+    # every paragraph or document start but those that open a doc of 10 sentences
+    flagged = sum(("# newpar" in b or "# newdoc" in b) for k, b in enumerate(blocks) if k % 10)
+    assert starts == flagged > 0
+    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "dev.spacy")
+    nlp = spacy.blank("en")
+    back = list(DocBin().from_disk(tmp_path / "dev.spacy").get_docs(nlp.vocab))
+    assert [list(d.user_data[PARAGRAPHS_KEY]) for d in back] == [list(d.user_data[PARAGRAPHS_KEY]) for d in docs]
+    for ref in back:
+        laid = in_lines(ref)
+        assert laid.split() == ref.text.split()
+        assert max(len(line) for line in laid.split("\n")) <= 72 or any(len(t) > 60 for t in ref.text.split())
+        assert laid.count("\n\n") == len(ref.user_data[PARAGRAPHS_KEY])
+        eg = Example(nlp.make_doc(laid), ref)
+        assert sum(eg.alignment.x2y.lengths == 1) >= 0.97 * len(ref)

@@ -7,9 +7,13 @@ from wasabi import msg
 
 def cmd_convert_ud(args: argparse.Namespace) -> int:
     """Convert a UD treebank directory's train/dev/test CoNLL-U to DocBins
-    with spaCy's own converter (what `spacy convert --converter conllu` does)."""
+    with spaCy's own converter (what `spacy convert --converter conllu` does),
+    keeping where the treebank's paragraphs start (readers.PARAGRAPHS_KEY):
+    the raw-text copies training makes can then break lines there."""
     from spacy.tokens import DocBin
     from spacy.training.converters import conllu_to_docs
+
+    from ..readers import mark_paragraphs
 
     src, out = Path(args.ud_dir), Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -17,8 +21,9 @@ def cmd_convert_ud(args: argparse.Namespace) -> int:
         files = sorted(src.glob(f"*-ud-{split}.conllu"))
         if not files:
             msg.fail(f"No *-ud-{split}.conllu in {src}", exits=1)
-        docs = conllu_to_docs(files[0].read_text(encoding="utf8"), n_sents=10, no_print=True)
-        DocBin(docs=docs, store_user_data=False).to_disk(out / f"{split}.spacy")
+        text = files[0].read_text(encoding="utf8")
+        docs = mark_paragraphs(list(conllu_to_docs(text, n_sents=10, no_print=True)), text)
+        DocBin(docs=docs, store_user_data=True).to_disk(out / f"{split}.spacy")
         msg.good(f"{files[0].name} -> {out / f'{split}.spacy'}")
     return 0
 

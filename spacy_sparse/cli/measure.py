@@ -37,10 +37,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     gold = args.gold_tokens or args.gold_sents or args.gold_tags
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
                        compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
-                       decays=decays, text="gold" if gold else "raw")
+                       decays=decays, text="gold" if gold else "lines" if args.lines else "raw")
     result = {"meta": provenance(), **result}
     inputs = "gold tokens" + (", gold sentences" if result["gold_sentences"] else "") if gold else \
-        "raw text (spaCy's tokenizer, no sentence boundaries)"
+        "raw text" + (" in lines" if args.lines else "") + " (spaCy's tokenizer, no sentence boundaries)"
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
@@ -186,6 +186,9 @@ def register(sub) -> None:
     p.add_argument("--compare", help='another spaCy pipeline to time on the same docs, or "sentencizer" '
                    "(spaCy's rule-based sentence splitter alone)")
     p.add_argument("--repeat", type=int, default=3, help="timing runs; the best counts")
+    p.add_argument("--lines", action="store_true",
+                   help="raw text laid out in lines: a blank line where the data's paragraphs start (convert-ud "
+                        "keeps them), lines wrapped at 72 characters")
     p.add_argument("--gold-tokens", action="store_true",
                    help="feed the gold tokens instead of raw text through the pipeline's tokenizer")
     p.add_argument("--gold-sents", action="store_true",
