@@ -426,6 +426,8 @@ SENTER_TAG_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# The whitespace before the position alone (none, spaces, a line break, a blank line), read second.
+SENTER_GAP_TEMPLATE = "space@-1"
 # Whether whitespace separates the tokens around the position.
 SENTER_SPACE_TEMPLATES: Tuple[str, ...] = (
     "orth@-1+space@-1+orth@0",
@@ -460,6 +462,8 @@ def senter_templates_v1(tags: bool = False, space: bool = False, clusters: bool 
     if tags:
         extra = list(SENTER_TAG_TEMPLATES)
         base = base[:5] + extra[:3] + base[5:12] + extra[3:] + base[12:]
+    if space:  # the whitespace before the token, early: a line break is read before a margin stops
+        base = base[:1] + [SENTER_GAP_TEMPLATE] + base[1:]
     return (base + (list(SENTER_SPACE_TEMPLATES) if space else [])
             + (list(SENTER_CLUSTER_TEMPLATES) if clusters else []))
 
