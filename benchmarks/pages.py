@@ -29,6 +29,13 @@ BENCH_SECTIONS = [
      "through the alignment (what `spacy evaluate` does without `--gold-preproc`). The margin is the parser's. "
      "Compared with spaCy's CNN efficiency tagger + parser (`configs/cnn_tagger_parser.cfg`, trained on spaCy's "
      "tokens of the same data), timed in the same run."),
+    ("full_lines", "Embedded full pipeline on raw text in lines",
+     "The same pipeline and test docs, their text laid out as plain-text files and e-mail often are (`bench "
+     "--lines`): a blank line where the treebank's paragraphs start (`convert-ud` keeps them), lines wrapped at 72 "
+     "characters. spaCy's tokenizer makes the line breaks tokens; the sparse components read around them "
+     "([components.md](components.md#whitespace-tokens)). Sentences are scored on the words (without the "
+     "whitespace tokens), since spaCy's scorer matches a sentence by its text. Compared with the same CNN pipeline "
+     "in the same run."),
     ("pipeline_raw", "Float pipeline (`configs/tagger_parser.cfg`) on raw text",
      "The float segmenter + tagger + parser of `configs/tagger_parser.cfg` on the same input: the `model-best` of "
      "`spacy project run train-joint` (`spacy train` with that recipe as a user runs it; the embedded pipeline is "
@@ -155,7 +162,8 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
         cells.append(f"{row['row_bytes_per_token']:,.0f}" if row.get("row_bytes_per_token") is not None else "–")
         lines.append("| " + " | ".join(cells) + " |")
     text = "\n".join(lines)
-    words = f"{first['words']:,} words, " + ("raw text" if first.get("text") == "raw" else "gold tokens") + \
+    words = f"{first['words']:,} words, " + {"raw": "raw text", "lines": "raw text in lines"}.get(
+        first.get("text"), "gold tokens") + \
         (", gold sentences" if first.get("gold_sentences") else "")
     sizes = f"{mb(first.get('pipeline_bytes'))} directory"
     if first.get("component_bytes"):

@@ -9,6 +9,7 @@ from spacy.training import Example
 from conftest import EWT, need, read_conllu_slice
 
 import spacy_sparse
+from spacy_sparse.bench import without_whitespace
 from spacy_sparse.pipeline.views import GAP_BLANK_LINE, GAP_KEY, GAP_LINE, GAP_NONE, GAP_SPACES, Views
 from spacy_sparse.readers import PARAGRAPHS_KEY, in_lines, mark_paragraphs
 
@@ -138,3 +139,25 @@ def test_paragraphs_are_kept_and_laid_out_in_lines(tmp_path):
         assert laid.count("\n\n") == len(ref.user_data[PARAGRAPHS_KEY])
         eg = Example(nlp.make_doc(laid), ref)
         assert sum(eg.alignment.x2y.lengths == 1) >= 0.97 * len(ref)
+
+
+def test_the_full_pipeline_reads_text_in_lines_about_as_well(full):
+    """EWT dev laid out in lines (blank lines between paragraphs, wrapped at 72): tags and LAS within a point of
+    the same text on one line, sentence boundaries better (the segmenter learned the blank lines)."""
+    need(EWT)
+    text = (EWT / "en_ewt-ud-dev.conllu").read_text(encoding="utf8")
+    blocks = [b for b in text.split("\n\n") if b.strip()][:500]
+    from spacy.scorer import Scorer
+    from spacy.training.converters import conllu_to_docs
+
+    refs = mark_paragraphs(list(conllu_to_docs("\n\n".join(blocks) + "\n\n", n_sents=10, no_print=True)),
+                           "\n\n".join(blocks))
+    scores = {}
+    for layout, texts in (("line", [r.text for r in refs]), ("lines", [in_lines(r) for r in refs])):
+        # sentences are scored on the words: spaCy's scorer matches them by text, line breaks and all
+        egs = [Example(without_whitespace(p), r) for p, r in zip(full.pipe(texts), refs)]
+        scores[layout] = {**Scorer.score_token_attr(egs, "tag"), **Scorer.score_spans(egs, "sents"),
+                          **Scorer.score_deps(egs, "dep", ignore_labels=("p", "punct"))}
+    assert scores["lines"]["tag_acc"] > scores["line"]["tag_acc"] - 0.01
+    assert scores["lines"]["dep_las"] > scores["line"]["dep_las"] - 0.01
+    assert scores["lines"]["sents_f"] > scores["line"]["sents_f"] + 0.01
