@@ -9,7 +9,7 @@ from spacy.training import Example
 from conftest import EWT, need, read_conllu_slice
 
 import spacy_sparse
-from spacy_sparse.bench import without_whitespace
+from spacy_sparse.bench import lines_sentence_f
 from spacy_sparse.pipeline.views import GAP_BLANK_LINE, GAP_KEY, GAP_LINE, GAP_NONE, GAP_SPACES, Views
 from spacy_sparse.readers import PARAGRAPHS_KEY, in_lines, mark_paragraphs
 
@@ -154,10 +154,30 @@ def test_the_full_pipeline_reads_text_in_lines_about_as_well(full):
                            "\n\n".join(blocks))
     scores = {}
     for layout, texts in (("line", [r.text for r in refs]), ("lines", [in_lines(r) for r in refs])):
-        # sentences are scored on the words: spaCy's scorer matches them by text, line breaks and all
-        egs = [Example(without_whitespace(p), r) for p, r in zip(full.pipe(texts), refs)]
-        scores[layout] = {**Scorer.score_token_attr(egs, "tag"), **Scorer.score_spans(egs, "sents"),
-                          **Scorer.score_deps(egs, "dep", ignore_labels=("p", "punct"))}
+        docs = list(full.pipe(texts))
+        egs = [Example(p, r) for p, r in zip(docs, refs)]
+        scores[layout] = {**Scorer.score_token_attr(egs, "tag"),
+                          **Scorer.score_deps(egs, "dep", ignore_labels=("p", "punct")),
+                          # on the words: spaCy's scorer matches sentences by text, line breaks and all
+                          "sents_f": lines_sentence_f(docs, refs)}
     assert scores["lines"]["tag_acc"] > scores["line"]["tag_acc"] - 0.01
     assert scores["lines"]["dep_las"] > scores["line"]["dep_las"] - 0.01
     assert scores["lines"]["sents_f"] > scores["line"]["sents_f"] + 0.01
+
+
+def test_sentences_of_text_in_lines_are_scored_on_their_words():
+    """A sentence with a line break inside is found when its words are; a word hung on whitespace (as a CNN
+    parser may hang one) does not stop the scoring."""
+    from spacy.scorer import Scorer
+
+    nlp = spacy.blank("en")
+    ref = Doc(nlp.vocab, words=["It", "rained", "all", "day", ".", "We", "stayed", "in", "."],
+              spaces=[True] * 8 + [False], sent_starts=[1, 0, 0, 0, 0, 1, 0, 0, 0])
+    pred = nlp.make_doc("It rained all\nday. We stayed in.")
+    heads = [1, 1, 1, 1, 2, 1, 7, 7, 7, 7]  # "day" hangs on the line break
+    pred = Doc(nlp.vocab, words=[t.text for t in pred], spaces=[bool(t.whitespace_) for t in pred], heads=heads,
+               deps=["dep"] * len(heads))
+    assert [t.is_sent_start for t in pred] == [True] + [False] * 5 + [True, False, False, False]
+    eg = Example(pred, ref)
+    assert Scorer.score_spans([eg], "sents")["sents_f"] == pytest.approx(2 / 3)  # spaCy's scorer misses one
+    assert lines_sentence_f([pred], [ref]) == 1.0
