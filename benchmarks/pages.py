@@ -34,8 +34,9 @@ BENCH_SECTIONS = [
      "--lines`): a blank line where the treebank's paragraphs start (`convert-ud` keeps them), lines wrapped at 72 "
      "characters. spaCy's tokenizer makes the line breaks tokens; the sparse components read around them "
      "([components.md](components.md#whitespace-tokens)). Sentences are scored on the words (without the "
-     "whitespace tokens), since spaCy's scorer matches a sentence by its text. Compared with the same CNN pipeline "
-     "in the same run."),
+     "whitespace tokens), since spaCy's scorer matches a sentence by its text; tags and arcs as spaCy scores them. "
+     "The word count and words/s include the whitespace tokens, for both pipelines. Compared with the same CNN "
+     "pipeline in the same run."),
     ("pipeline_raw", "Float pipeline (`configs/tagger_parser.cfg`) on raw text",
      "The float segmenter + tagger + parser of `configs/tagger_parser.cfg` on the same input: the `model-best` of "
      "`spacy project run train-joint` (`spacy train` with that recipe as a user runs it; the embedded pipeline is "
