@@ -66,7 +66,7 @@ class SparsePipe(TrainablePipe):
     template_kind = "sequence"
     # decisions a token takes part in (the parser: shifted and popped)
     decisions_per_token = 1
-    # the annotation set_annotations writes (views.WRITES), so whitespace tokens get theirs
+    # the annotation set_annotations writes (a key of views.WRITE_BACK), so whitespace tokens get theirs
     writes = "tag"
     # set by the sparsity callback while it trains this component: whether
     # every method has reached its last phase (reported as `sparse_compressed`)

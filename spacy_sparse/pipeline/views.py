@@ -9,8 +9,9 @@ the word before, which the `space` atoms read as a class (GAP_*: a line break
 says more about a sentence end than a space does). The view's predictions are
 then copied back, and whitespace tokens get what spaCy's own components give
 them (its v2 space policy): tag "_SP", POS SPACE, the label "dep" on the word
-before (on the word after at the start of a doc), never a sentence start, and
-no entity unless one runs on both sides.
+before (on the word after at the start of a doc, or of a sentence a start set
+on the whitespace opens), no sentence start unless one was set on it, and no
+entity unless one runs on both sides (entities set before stay as they were).
 
 A doc without whitespace tokens is its own view: nothing is copied.
 """
@@ -28,25 +29,14 @@ GAP_NONE, GAP_SPACES, GAP_LINE, GAP_BLANK_LINE = 0, 1, 2, 3
 GAP_KEY = "spacy_sparse.gap"
 SPACE_TAG = "_SP"
 SPACE_DEP = "dep"
-# what each component writes (SparsePipe.writes)
-WRITES = ("tag", "pos", "sents", "parse", "ents")
 # annotation a later component reads from the view (the tags, sentence starts, preset entities)
 CARRIED = (TAG, POS, SENT_START, ENT_IOB, ENT_TYPE)
 CARRIED_NAMES = ("TAG", "POS", "SENT_START", "ENT_IOB", "ENT_TYPE")
 
 
 def line_breaks(text: str) -> int:
+    """Line breaks in a run of whitespace ("\\r\\n" is one)."""
     return text.count("\n") + text.count("\r") - text.count("\r\n")
-
-
-def gap_class(text: str) -> int:
-    """GAP_* of the whitespace between two words."""
-    breaks = line_breaks(text)
-    if breaks >= 2:
-        return GAP_BLANK_LINE
-    if breaks == 1:
-        return GAP_LINE
-    return GAP_SPACES if text else GAP_NONE
 
 
 def _view(doc: Doc, keep: np.ndarray) -> Doc:
@@ -225,4 +215,5 @@ def valid_iob(values: np.ndarray) -> np.ndarray:
     return values
 
 
+# what each component writes (SparsePipe.writes) -> how it is copied back
 WRITE_BACK = {"tag": _tags, "pos": _pos, "sents": _sents, "parse": _parse, "ents": _ents}
