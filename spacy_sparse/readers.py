@@ -6,8 +6,8 @@ model that reads neighbouring words and labels then trains on sentence
 edges it never sees at inference on whole docs. This reader yields one
 example per stored doc, with the gold tokens as the predicted doc's tokens.
 """
-from pathlib import Path
 import zlib
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np

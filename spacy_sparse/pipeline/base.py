@@ -28,9 +28,9 @@ from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 from .batching import MAX_TRAIN_CELLS, DocBatch, SegmentPool, token_chunks
 from .dropout import type_counts, word_dropout
-from .views import Views, visible_examples
 from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
                        check_threads)
+from .views import Views, visible_examples
 
 
 class Predictions(tuple):
