@@ -183,7 +183,7 @@ def lines_sentence_f(docs: Sequence[Doc], references: Sequence[Doc]) -> float:
     (pipeline/views.py), which keeps its sentence starts."""
     from spacy.scorer import Scorer
 
-    views = [Views([d]).docs[0] for d in docs]
+    views = Views(docs).docs
     return float(Scorer.score_spans([Example(v, r) for v, r in zip(views, references)], "sents")["sents_f"])
 
 

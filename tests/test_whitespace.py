@@ -116,14 +116,20 @@ def test_ner_entities_keep_inner_whitespace_and_none_at_their_edges(trained_ner,
     assert checked >= 10
 
 
-def test_paragraphs_are_kept_and_laid_out_in_lines(tmp_path):
-    need(EWT)
-    text = (EWT / "en_ewt-ud-dev.conllu").read_text(encoding="utf8")
-    blocks = [b for b in text.split("\n\n") if b.strip()][:300]
+def dev_with_paragraphs(n_sents):
+    """The first n_sents sentences of EWT dev as spaCy's converter makes them, with their paragraph starts; and
+    the CoNLL-U blocks of those sentences."""
     from spacy.training.converters import conllu_to_docs
 
-    docs = mark_paragraphs(list(conllu_to_docs("\n\n".join(blocks) + "\n\n", n_sents=10, no_print=True)),
-                           "\n\n".join(blocks))
+    need(EWT)
+    text = (EWT / "en_ewt-ud-dev.conllu").read_text(encoding="utf8")
+    blocks = [b for b in text.split("\n\n") if b.strip()][:n_sents]
+    conllu = "\n\n".join(blocks) + "\n\n"
+    return mark_paragraphs(list(conllu_to_docs(conllu, n_sents=10, no_print=True)), conllu), blocks
+
+
+def test_paragraphs_are_kept_and_laid_out_in_lines(tmp_path):
+    docs, blocks = dev_with_paragraphs(300)
     starts = sum(len(d.user_data[PARAGRAPHS_KEY]) for d in docs)
     # every paragraph or document start but those that open a doc of 10 sentences
     flagged = sum(("# newpar" in b or "# newdoc" in b) for k, b in enumerate(blocks) if k % 10)
@@ -144,14 +150,9 @@ def test_paragraphs_are_kept_and_laid_out_in_lines(tmp_path):
 def test_the_full_pipeline_reads_text_in_lines_about_as_well(full):
     """EWT dev laid out in lines (blank lines between paragraphs, wrapped at 72): tags and LAS within a point of
     the same text on one line, sentence boundaries better (the segmenter learned the blank lines)."""
-    need(EWT)
-    text = (EWT / "en_ewt-ud-dev.conllu").read_text(encoding="utf8")
-    blocks = [b for b in text.split("\n\n") if b.strip()][:500]
     from spacy.scorer import Scorer
-    from spacy.training.converters import conllu_to_docs
 
-    refs = mark_paragraphs(list(conllu_to_docs("\n\n".join(blocks) + "\n\n", n_sents=10, no_print=True)),
-                           "\n\n".join(blocks))
+    refs, _ = dev_with_paragraphs(500)
     scores = {}
     for layout, texts in (("line", [r.text for r in refs]), ("lines", [in_lines(r) for r in refs])):
         docs = list(full.pipe(texts))

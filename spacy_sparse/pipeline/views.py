@@ -140,8 +140,7 @@ class _Gaps:
         # the word before each token (-1: none) and the word after it (-1: none)
         before = np.maximum.accumulate(np.where(self.space, -1, self.at))
         self.before = np.concatenate([[-1], before[:-1]])
-        nxt = np.searchsorted(keep, self.at, side="right")
-        self.after = np.where(nxt < len(keep), keep[np.minimum(nxt, len(keep) - 1)] if len(keep) else -1, -1)
+        self.after = np.append(keep, -1)[np.searchsorted(keep, self.at, side="right")]
         self.starts = doc.to_array(SENT_START).view(np.int64) if doc.has_annotation("SENT_START") \
             else np.zeros(n, dtype=np.int64)
         # whitespace opens a sentence where a start is set on it, or on whitespace before it since the last
