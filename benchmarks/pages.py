@@ -115,7 +115,7 @@ def provenance(found: Sequence[Dict[str, Any]]) -> str:
         lines.append(f"- run {k}: `{meta.get('command', '?')}` at commit `{meta.get('commit', '?')}`, "
                      f"{meta.get('date', '?')}; {m.get('cores', '?')} cores ({m.get('cpu', '?')}), "
                      f"{m.get('memory_gib', '?')} GiB, Python {m.get('python', '?')}, spaCy {m.get('spacy', '?')}, "
-                     f"numba {m.get('numba', '?')}")
+                     f"numba {m.get('numba', '?')}" + (", kernels compiled ahead of time" if m.get("kernels") == "compiled" else ""))
     return "\n".join(lines)
 
 
@@ -226,7 +226,10 @@ def page() -> str:
                   "numba's cache was warm, and the command wrote this package's bytecode cache first, as pip "
                   "does at install. The `numba-floor` row is `spacy.blank(\"en\")` and one call of a cached "
                   "numba kernel of this package: numba's import, the registries its first call sets up and its "
-                  "share of the interpreter's teardown, which no numba component can go below.", "",
+                  "share of the interpreter's teardown, which no jitted numba component can go below. With the "
+                  "kernels compiled ahead of time (`python -m spacy_sparse compile-kernels`), the shipped "
+                  "pipelines load and label without numba's compiler; their `(jit)` rows are the same "
+                  "pipelines with `SPACY_SPARSE_AOT=0`.", "",
                   "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
                   "|---|---|---|---|"]
         for i, row in enumerate(cold[0]["rows"]):

@@ -94,6 +94,7 @@ def provenance() -> Dict[str, Any]:
     import spacy as _spacy
 
     from . import __version__
+    from .kernels import compiled
 
     root = Path(__file__).resolve().parent.parent
     try:
@@ -119,7 +120,7 @@ def provenance() -> Dict[str, Any]:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_gib, 1),
                     "python": platform.python_version(), "spacy": _spacy.__version__, "numba": numba.__version__,
-                    "numpy": numpy.__version__},
+                    "numpy": numpy.__version__, "kernels": "compiled" if compiled.COMPILED else "jit"},
     }
 
 
@@ -341,37 +342,50 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
     """Seconds from a new Python process to one labelled sentence, for
     each model and for `spacy.blank("en")` as the baseline, runs taking
     turns (a slow spell hits every model alike). A model is "default",
-    "default-tagger" or a path; each process imports what a user's would."""
-    code = {"blank": "import spacy; nlp = spacy.blank('en')",
+    "default-tagger" or a path; each process imports what a user's would.
+    With kernels compiled ahead of time (`compile-kernels`), each model is
+    timed with numba's jit as well (a "(jit)" row)."""
+    from .kernels import compiled as compiled_kernels
+
+    jit = dict(os.environ, SPACY_SPARSE_AOT="0")
+    code = {"blank": ("import spacy; nlp = spacy.blank('en')", None),
             # numba's share, common to any numba component: its import, the registries its first
             # call sets up, one cached kernel, and the collector's passes over its objects at exit
-            NUMBA_FLOOR: "import spacy; nlp = spacy.blank('en'); import numpy as np; "
-                         "from spacy_sparse.kernels.hashing import mix; mix(np.uint64(1), np.uint64(2))"}
+            NUMBA_FLOOR: ("import spacy; nlp = spacy.blank('en'); import numpy as np; "
+                          "from spacy_sparse.kernels.hashing import mix; mix(np.uint64(1), np.uint64(2))", None)}
+    names = [NUMBA_FLOOR]
     for model in models:
         shipped = {str(path): name for name, path in DEFAULT_PIPELINES.items()}.get(str(resolve_model(model)))
         if shipped:  # as the README loads them
-            code[model] = f"import spacy, spacy_sparse; nlp = spacy_sparse.load_default({shipped!r})"
+            load = f"import spacy, spacy_sparse; nlp = spacy_sparse.load_default({shipped!r})"
         else:
-            code[model] = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
+            load = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
+        code[model] = (load, None)
+        names.append(model)
+        if compiled_kernels.COMPILED:
+            code[f"{model} (jit)"] = (load, jit)
+            names.append(f"{model} (jit)")
     times: Dict[str, List[float]] = {name: [] for name in code}
-    compiled = compile_bytecode()
-    for load in code.values():  # untimed: numba's cache is written, if it was not
-        subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True)
+    bytecode = compile_bytecode()
+    for load, env in code.values():  # untimed: numba's cache is written, if it was not
+        subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
     for _ in range(max(1, runs)):
-        for name, load in code.items():
+        for name, (load, env) in code.items():
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True)
+            subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
             times[name].append(time.perf_counter() - start)
     base = sorted(times["blank"])
     rows = []
-    for name in [NUMBA_FLOOR, *models]:
+    for name in names:
         own = sorted(times[name])
         # pair runs by rank: the k-th fastest of each
         extra = [a - b for a, b in zip(own, base)]
+        model = name[:-len(" (jit)")] if name.endswith(" (jit)") else name
         rows.append({"model": str(name), "seconds": own, "blank_seconds": base,
                      "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
-                     "pipeline_bytes": None if name == NUMBA_FLOOR else directory_bytes(name)})
-    return {"runs": runs, "sentence": COLD_SENTENCE, "bytecode_compiled": compiled, "rows": rows}
+                     "pipeline_bytes": None if name == NUMBA_FLOOR else directory_bytes(model)})
+    return {"runs": runs, "sentence": COLD_SENTENCE, "bytecode_compiled": bytecode,
+            "compiled_kernels": bool(compiled_kernels.COMPILED), "rows": rows}
 
 
 def tag_speed(model: str, source: Path, settings: Sequence[Tuple[int, int]], runs: int = 2,

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import clusters as word_clusters
-from .kernels.hashing import fold_keys
-from .kernels.rows import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK, expand_rows, gather_rows
+from .kernels.compiled import expand_rows
+from .kernels.layout import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
 
 if TYPE_CHECKING:
     from .model import SparseLinearModel
@@ -73,6 +73,8 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     total = int(row_len.sum())
     labels = np.empty(total, dtype=np.uint8 if model.n_labels <= 256 else np.uint16)
     values = np.empty(total, dtype=np.float32)
+    from .kernels.rows import gather_rows  # training/saving only: loading needs no numba import (kernels/layout.py)
+
     gather_rows(ptr, keep, lab, val, labels, values)
     del ptr, lab, val
     model.forget_compact()  # in training: the rest of saving holds the weights once
@@ -375,6 +377,9 @@ def _index_from_steps(steps: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def _fold_legacy(keys, tpl, ptr, lab, val):
     """64-bit keys of a version 1/2 file folded to 32 bits; where two
     features of a template now share a key (rare), the first one stays."""
+    from .kernels.hashing import fold_keys
+    from .kernels.rows import gather_rows
+
     keys = fold_keys(keys)
     _, first = np.unique((tpl.astype(np.uint64) << np.uint64(32)) | keys, return_index=True)
     if first.size == keys.size:

@@ -20,7 +20,8 @@ from spacy.strings import get_string_id
 from spacy.vocab import Vocab
 
 from . import clusters as word_clusters
-from .kernels.hashing import capacity_for, fill_tables, find_many, new_table
+from .kernels.compiled import fill_tables, find_many
+from .kernels.layout import capacity_for, new_table
 from .templates import LEX_ATTRS
 
 # Past this many word types the cache starts afresh, so streaming a huge

@@ -29,8 +29,8 @@ from .clusters import ClusterTable
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .mapped import grow_rows
-from .kernels.hashing import capacity_for, fill_tables, new_table, rehash
-from .kernels.rows import hot_rows, narrow_fits, narrow_table, scatter_rows, span_tables
+from .kernels.compiled import fill_tables, hot_rows, narrow_table, scatter_rows, span_tables
+from .kernels.layout import capacity_for, narrow_fits, new_table
 from .templates import Template, compile_templates, parse_templates
 
 # rows per slice where whole-table temporaries would cost too much memory: a
@@ -299,6 +299,8 @@ class SparseLinearModel:
         new_off = np.zeros(len(caps) + 1, dtype=np.int64)
         new_off[1:] = np.cumsum(caps)
         tab = new_table(int(new_off[-1]))
+        from .kernels.hashing import rehash  # training/saving only: loading needs no numba import (kernels/layout.py)
+
         rehash(self.tab, self.tab_off, new_off, tab)
         self.tab_off, self.tab = new_off, tab
 

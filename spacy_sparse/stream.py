@@ -222,12 +222,21 @@ def json_line(doc: Doc, line: Optional[int]) -> str:
 class JsonlWriter:
     def __init__(self, stream: IO[str]):
         self.stream = stream
+        # the byte stream under a text stream, when the text is encoded as
+        # workers encode theirs (UTF-8): their bytes are then written as they come
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        self.buffer = getattr(stream, "buffer", None) if encoding == "utf8" else None
 
     def write(self, doc: Doc, line: int) -> None:
         self.stream.write(json_line(doc, line))
 
-    def write_lines(self, lines: List[str]) -> None:
-        self.stream.write("".join(lines))
+    def write_encoded(self, data: bytes) -> None:
+        """Lines a worker joined and encoded as UTF-8."""
+        if self.buffer is None:
+            self.stream.write(data.decode("utf8"))
+        else:
+            self.stream.flush()  # what the text layer holds goes first
+            self.buffer.write(data)
 
     def close(self) -> None:
         self.stream.flush()
@@ -323,15 +332,17 @@ def _worker_start() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _worker_batch(batch: List[Tuple[str, int]]) -> Tuple[List[str], int]:
+def _worker_batch(batch: List[Tuple[str, int]]) -> Tuple[bytes, int, int]:
     """Tokenize, annotate and serialize one batch in a worker: what crosses
-    back to the parent is finished JSONL lines, not docs."""
+    back to the parent is its JSONL lines as one UTF-8 string of bytes (one
+    object to unpickle and write, nothing to decode or encode again), not
+    docs."""
     assert _WORKER_NLP is not None
     lines, words = [], 0
     for doc, line in _WORKER_NLP.pipe(batch, as_tuples=True, batch_size=len(batch)):
         lines.append(json_line(doc, line))
         words += len(doc)
-    return lines, words
+    return "".join(lines).encode("utf8"), len(lines), words
 
 
 def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], writer: JsonlWriter,
@@ -364,7 +375,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     gc.freeze()
     pending: deque = deque()
 
-    def result_of(future) -> Tuple[List[str], int]:
+    def result_of(future) -> Tuple[bytes, int, int]:
         # future.result(), but a dead worker ends the wait: the pool's own thread
         # can block for good on a result the worker had half written when it died
         # (CPython 3.11), so it would never report the pool broken. `_processes`
@@ -377,8 +388,8 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
                     raise BrokenProcessPool("a worker exited") from None
 
     def emit(future) -> None:
-        lines, words = result_of(future)
-        _counted(lambda: writer.write_lines(lines), stats, len(lines), words)
+        data, n_lines, words = result_of(future)
+        _counted(lambda: writer.write_encoded(data), stats, n_lines, words)
         if progress is not None:
             progress(words)
 

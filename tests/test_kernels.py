@@ -336,7 +336,8 @@ def test_the_codes_python_and_the_kernels_share_agree():
 def test_relayout_keeps_every_key_whether_its_table_grows_or_not():
     """Growing some tables of the flat layout copies the others slot for slot and re-inserts the grown ones:
     every key then finds its value, and a table that kept its capacity is byte-identical."""
-    from spacy_sparse.kernels.hashing import capacity_for, fill_tables, new_table, rehash, table_find
+    from spacy_sparse.kernels.hashing import fill_tables, rehash, table_find
+    from spacy_sparse.kernels.layout import capacity_for, new_table
 
     rng = np.random.default_rng(7)
     counts = np.array([5, 300, 40], dtype=np.int64)

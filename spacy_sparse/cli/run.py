@@ -1,5 +1,6 @@
 """The main job: `demo` (the embedded default), `tag` (a corpus in bounded memory) and `tag-shards` (Dask)."""
 import argparse
+import json
 import os
 import signal
 import sys
@@ -171,6 +172,38 @@ def cmd_tag_shards(args: argparse.Namespace) -> int:
     return 0
 
 
+# Texts for compile-kernels to run the pipelines on: short and long docs, a
+# blank doc, whitespace tokens, a line break, so every entry kernel is called.
+WARM_TEXTS = [
+    "The night train to the coast was late again, and nobody on the platform seemed surprised.",
+    "Send me the figures by Friday.  I will check them over the weekend!\n\nThanks, Ana",
+    "",
+    "   ",
+    "ok",
+]
+
+
+def cmd_compile_kernels(args: argparse.Namespace) -> int:
+    """Compile the kernels that loading and labelling call, ahead of time and
+    for this machine's CPU (spacy_sparse/kernels/compiled.py): a new process
+    then loads a pipeline without setting up numba's compiler."""
+    # the jitted kernels must run, to record the argument types they are called with
+    os.environ["SPACY_SPARSE_AOT"] = "0"
+    from ..kernels import compiled
+
+    if compiled.COMPILED:
+        raise ValueError("compile-kernels must run in a process that has not loaded compiled kernels")
+    start = time.perf_counter()
+    for model in ["default", "default-tagger"] + list(args.model or []):
+        nlp = load_pipeline(model)
+        list(nlp.pipe(WARM_TEXTS))
+        nlp(WARM_TEXTS[0])
+    index = compiled.build(compiled.recorded_signatures(), verbose=args.verbose)
+    exports = len(json.loads(index.read_text(encoding="utf8"))["exports"])
+    msg.good(f"{exports} kernels compiled in {time.perf_counter() - start:.0f} s: {index.with_suffix('')}.*")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("demo", help="tag and parse a sample with the embedded pipeline; --data DIR trains and evaluates a tagger too")
     p.add_argument("--data", help="a UD treebank directory (*-ud-train/dev/test.conllu), e.g. ../shared/data/ud-english-ewt")
@@ -192,6 +225,11 @@ def register(sub) -> None:
     p.add_argument("--shard-size", type=int, default=10000, help="docs per .spacy shard")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("compile-kernels", help="compile the labelling kernels ahead of time for this machine (a faster cold start)")
+    p.add_argument("--model", action="append", help="a pipeline directory to run as well (its kernels' argument types)")
+    p.add_argument("--verbose", action="store_true", help="show the compiler's commands")
+    p.set_defaults(func=cmd_compile_kernels)
 
     p = sub.add_parser("tag-shards", help="annotate many files on a Dask cluster (extra: spacy-sparse[dask])")
     p.add_argument("model", help='a pipeline directory every worker can read, or "default" / "default-tagger"')

@@ -136,15 +136,3 @@ def find_many(tab, cap, queries, out):
         if r < 0:
             n_miss += 1
     return n_miss
-
-
-def new_table(n_slots: int) -> np.ndarray:
-    return np.zeros(2 * n_slots, dtype=np.uint64)
-
-
-def capacity_for(n: int) -> int:
-    """Smallest power of two that holds n keys at a load of at most one half."""
-    cap = 8
-    while cap < 2 * n + 2:
-        cap *= 2
-    return cap

@@ -8,13 +8,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import table_put, table_slot
-
-# expand_rows statuses (codec.py turns them into errors)
-ROWS_OK = 0
-ROWS_BAD_LENGTH = 1  # a row is empty or longer than the label set, or lengths and entries disagree
-ROWS_BAD_LABEL = 3  # a label beyond the label set, or one named twice in a row
-ROWS_BAD_INDEX = 4  # a feature's row index beyond the stored rows
-
+from .layout import HOT, NARROW_HOT, ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
 
 @njit(cache=True, nogil=True)
 def expand_rows(row_len, entries, n_codes, n_labels, index, label_steps):
@@ -83,11 +77,6 @@ def scatter_rows(ptr, lab, val, out):
             out[r, lab[i]] = val[i]
 
 
-# A span table value at or above HOT names a dense row (HOT + its index) instead of a span; spans stay
-# below it (start << 16 with fewer than 2**40 weights).
-HOT = np.int64(1) << np.int64(56)
-
-
 @njit(cache=True, nogil=True)
 def span_tables(tab, tab_off, ptr, hot, new_off, out):
     """The hash tables of the features that have rows, laid out at the
@@ -105,19 +94,6 @@ def span_tables(tab, tab_off, ptr, hot, new_off, out):
                 if v >= 0:
                     value = HOT + hot[v] if hot[v] >= 0 else (ptr[v] << 16) | (ptr[v + 1] - ptr[v])
                     table_put(out, table_slot(out, new_off[t], cap, k), k, np.uint64(value))
-
-
-# The narrow span table: the same slots in a uint32 array, a 32-bit key (keys are folded to 32 bits:
-# hashing.finish_key) and a 32-bit value, start << 8 | count, or NARROW_HOT + i for dense row i. Half the
-# bytes of the wide table, so more of it stays in cache. It holds when rows have at most 255 nonzeros,
-# start below 2**23 and fewer than 2**31 dense rows (narrow_fits).
-NARROW_HOT = np.int64(1) << np.int64(31)
-NARROW_MAX_START = np.int64(1) << np.int64(23)
-
-
-def narrow_fits(n_labels: int, n_weights: int) -> bool:
-    """Whether every span of a model with these labels and nonzero weights fits the narrow table."""
-    return n_labels <= 255 and n_weights < int(NARROW_MAX_START)
 
 
 @njit(cache=True, nogil=True)

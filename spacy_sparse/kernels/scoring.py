@@ -6,8 +6,6 @@ key per template for its current decision and calls these pieces; tasks
 differ only in how keys are made, which actions are valid and what a decision
 does to the state.
 """
-from typing import Optional
-
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
@@ -15,7 +13,8 @@ from numba.extending import overload
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
 from .hashing import table_find, table_put, table_slot
-from .rows import HOT, widen_span
+from .layout import HOT, LOOKAHEAD
+from .rows import widen_span
 
 NEG_INF = np.float32(-3.0e38)
 # prefix_train_step: the loss-augmented argmax must be computed again
@@ -100,20 +99,6 @@ def leads(scores, margin, cand):
             close += scores[y] > lo
     # with margin > 0, cand itself is above lo
     return close <= 1, cand
-
-
-def stop_margins(margin: float, decay: float, n_tpl: int) -> Optional[np.ndarray]:
-    """The lead that stops a decision after each template: margin * decay**t
-    after template t (0-based). decay = 1 is Strubell et al.'s single margin;
-    then, and without a margin (< 0), this is None, and the kernels compile
-    a version without the lookups (numba drops branches on a None
-    argument). With decay < 1 a word still
-    undecided after many templates stops on a smaller lead: the templates
-    left can move the scores less, and without it the hardest words always
-    run every template (docs/how-it-works.md)."""
-    if margin < 0.0 or decay == 1.0:
-        return None
-    return margin * decay ** np.arange(n_tpl, dtype=np.float64)
 
 
 @njit(cache=True, nogil=True)
@@ -436,12 +421,6 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
     return pred
 
 
-# Templates are scored in blocks whose keys are made and rows looked up
-# together (the probes' memory latencies overlap), at most LOOKAHEAD long.
-# A tagger's blocks grow 2, 2, 4, 8, 8, ...: half its tokens stop after two
-# templates, and keys made past the stop are wasted work. The parser's are 8
-# throughout (its margin test runs once a block, see score_block).
-LOOKAHEAD = 8
 
 
 @njit(cache=True, nogil=True)

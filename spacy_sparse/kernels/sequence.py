@@ -15,13 +15,12 @@ token its tag_ hash as given before the component ran (column 0, what `ptag`
 reads) and the whitespace that follows it (column 1, what `space` reads: none,
 spaces, a line break, a blank line; pipeline/views.py).
 """
-from typing import Tuple
-
 import numpy as np
 from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
+from .layout import UNSET
 from .scoring import (LOOKAHEAD, add_dense, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
                       prefix_train_step, score_block, score_counted)
 
@@ -57,18 +56,6 @@ def sequence_key(t, i, start, end, templates, lex_rows, lex, inputs, pred, hist)
 
 
 NO_CODES = np.zeros(0, dtype=np.uint16)  # score_block: rows are dense
-UNSET = np.int32(-2)  # word_rows: a word type whose rows are not looked up yet
-
-
-def word_columns(seeds: np.ndarray, atom_off: np.ndarray, atom_src: np.ndarray, atom_pos: np.ndarray) -> np.ndarray:
-    """Column of each one-word template (lexical atoms that all read the
-    same word, "suf3@0+shape@0" as well as "lower@0": its key depends on
-    that word's type alone) in the per-type row cache; -1 for the others."""
-    one_word = np.array([bool(np.all(atom_src[a:b] >= 0)) and bool(np.all(atom_pos[a:b] == atom_pos[a]))
-                         for a, b in zip(atom_off[:-1], atom_off[1:])], dtype=bool)
-    column = np.full(seeds.shape[0], -1, dtype=np.int32)
-    column[one_word] = np.arange(int(one_word.sum()), dtype=np.int32)
-    return column
 
 
 @njit(cache=True, nogil=True)
@@ -90,16 +77,6 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, ro
                 for a in range(atom_off[t], atom_off[t + 1]):
                     h = mix(h, lex[w, atom_src[a]])
                 rows[w, c] = find_row(tab, tab_off, t, finish_key(h))
-
-
-def word_slots(column: np.ndarray, atom_off: np.ndarray, atom_pos: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(slot, slot_pos): one-word templates grouped by the offset of the
-    word they read; slot[t] is template t's group (-1: not one-word) and
-    slot_pos[k] the offset of group k."""
-    pos = atom_pos[atom_off[:-1]]
-    slot_pos = np.unique(pos[column >= 0]).astype(np.int64)
-    slot = np.where(column >= 0, np.searchsorted(slot_pos, pos), -1).astype(np.int32)
-    return slot, slot_pos
 
 
 @njit(cache=True, nogil=True)

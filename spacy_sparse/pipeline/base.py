@@ -22,7 +22,7 @@ from thinc.api import Model
 
 from .. import clusters as word_clusters
 from .. import codec
-from ..kernels.scoring import stop_margins
+from ..kernels.layout import stop_margins
 from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates

@@ -24,8 +24,8 @@ from spacy.vocab import Vocab
 
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
 from ..templates import has_move_atom, parse_templates
-from ..kernels.parser import predict_parse, train_parse
-from ..kernels.scoring import LOOKAHEAD
+from ..kernels.compiled import predict_parse
+from ..kernels.layout import LOOKAHEAD
 from ..model import SparseLinearModel
 from ..checks import check_number
 from ..lexicon import ambiguity_classes
@@ -300,6 +300,8 @@ class SparseParser(SparsePipe):
         model.reserve((self.decisions_per_token + self.split) * batch.n_tokens, adagrad=self.adagrad)
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
         self._words_seen += batch.n_tokens
+        from ..kernels.parser import train_parse  # training/saving only: loading needs no numba import (kernels/layout.py)
+
         return train_parse(
             lex_rows, lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
             model.template_arrays, self._n_move, self._lab_ok, self._arc_col, self._root_col, model.tables(),

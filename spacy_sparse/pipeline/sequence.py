@@ -13,8 +13,8 @@ from spacy.attrs import SPACY, TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..kernels.sequence import (UNSET, gold_keys, predict_sequence, train_sequence, word_columns, word_rows, word_slots,
-                                word_sums)
+from ..kernels.compiled import predict_sequence, word_rows, word_sums
+from ..kernels.layout import UNSET, word_columns, word_slots
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS
 from .base import SparsePipe
@@ -175,6 +175,8 @@ class SequencePipe(SparsePipe):
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         lex_rows, lex = self._word_dropout(model, batch)
+        from ..kernels.sequence import train_sequence  # training/saving only: loading needs no numba import (kernels/layout.py)
+
         return train_sequence(
             lex_rows, lex, token_inputs(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
             neg_when,
@@ -189,6 +191,8 @@ class SequencePipe(SparsePipe):
         gold label index (-1: none). Rare-feature pruning counts these; the
         template orderings regress on them."""
         model = self._require_model()
+        from ..kernels.sequence import gold_keys  # training/saving only: loading needs no numba import (kernels/layout.py)
+
         examples = visible_examples(examples)
         all_keys, all_gold = [], []
         for i in range(0, len(examples), 256):

@@ -15,7 +15,7 @@ entity unless one runs on both sides (entities set before stay as they were).
 
 A doc without whitespace tokens is its own view: nothing is copied.
 """
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, HEAD, IS_SPACE, ORTH, POS, SENT_START, SPACY, TAG

@@ -1,0 +1,260 @@
+"""The inference kernels compiled ahead of time, when a build of them exists.
+
+Why: the first call of any numba kernel in a process, cached or not, sets up
+numba's compiler registries (about 0.25-0.3 s on the developers' machines),
+and each further kernel loads its cached code (about 7 ms). That was most of
+the cold start of a shipped pipeline over `spacy.blank`. `python -m
+spacy_sparse compile-kernels` compiles the kernels that loading and labelling
+call into one extension module with numba's own ahead-of-time compiler
+(`numba.pycc`, for this machine's CPU), and this module hands those out
+instead of the jitted ones. Without a build, or for arguments of other types
+than it was built for (training calls some of these kernels too), the jitted
+kernel runs: the same code, so the same results (a test compares both on EWT).
+
+Nothing here imports numba unless a kernel falls back to the jit: with a
+build, a process that loads and labels never imports it (another 0.15 s).
+
+A build is keyed by a hash of the kernels' sources and of the numba, numpy
+and Python versions; one built for other sources is never loaded. It lives
+beside numba's own cache (`kernels/__pycache__`), or in $SPACY_SPARSE_AOT_DIR.
+SPACY_SPARSE_AOT=0 turns it off.
+
+The compiled functions take exactly the argument types they were built for.
+Numba's wrapper checks little of that (an int32 array where float32 rows are
+expected would be read as floats), so every call is checked here first:
+dtype, dimensions, C order and writeability of each array, the type of each
+number, the shape of each tuple.
+"""
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+KERNEL_DIR = Path(__file__).parent
+SOURCES = ("hashing.py", "rows.py", "scoring.py", "sequence.py", "parser.py")
+ENV_SWITCH = "SPACY_SPARSE_AOT"
+ENV_DIR = "SPACY_SPARSE_AOT_DIR"
+
+# The kernels that loading a model and labelling with it call, and their modules.
+ENTRY_KERNELS: Dict[str, str] = {
+    "fill_tables": "hashing", "find_many": "hashing",
+    "expand_rows": "rows", "scatter_rows": "rows", "span_tables": "rows", "narrow_table": "rows", "hot_rows": "rows",
+    "word_rows": "sequence", "word_sums": "sequence", "predict_sequence": "sequence",
+    "predict_parse": "parser",
+}
+
+Check = Callable[[Sequence[Any]], bool]
+
+
+def fingerprint() -> str:
+    """What a build must match: the kernels' sources and the versions that compile them."""
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        digest.update((KERNEL_DIR / name).read_bytes())
+    versions = [metadata.version("numba"), np.__version__, sys.version, platform.machine()]
+    digest.update(" ".join(versions).encode("utf8"))
+    return digest.hexdigest()[:20]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get(ENV_DIR) or KERNEL_DIR / "__pycache__")
+
+
+def module_name() -> str:
+    return f"_spacy_sparse_aot_{fingerprint()}"
+
+
+# ---- argument checks ------------------------------------------------------
+
+def describe(numba_type: Any) -> Optional[Any]:
+    """A JSON description of a numba argument type this module can check, or
+    None (the kernel is then left to the jit)."""
+    from numba.core import types
+
+    if isinstance(numba_type, types.Array):
+        if numba_type.layout != "C" or not numba_type.aligned:
+            return None
+        return {"array": str(numba_type.dtype), "ndim": numba_type.ndim, "readonly": not numba_type.mutable}
+    if isinstance(numba_type, types.Boolean):
+        return "bool"
+    if isinstance(numba_type, types.NoneType):
+        return "none"
+    if isinstance(numba_type, types.Integer):
+        return str(numba_type)
+    if isinstance(numba_type, types.Float):
+        return str(numba_type)
+    if isinstance(numba_type, types.BaseTuple):
+        parts = [describe(t) for t in numba_type.types]
+        return None if any(p is None for p in parts) else {"tuple": parts}
+    return None
+
+
+def _array_check(dtype: np.dtype, ndim: int, readonly: bool) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return (type(value) is np.ndarray and value.dtype == dtype and value.ndim == ndim
+                and value.flags.c_contiguous and value.flags.aligned and (readonly or value.flags.writeable))
+    return check
+
+
+def _scalar_check(name: str) -> Callable[[Any], bool]:
+    if name == "bool":
+        return lambda value: type(value) is bool or type(value) is np.bool_
+    if name == "none":
+        return lambda value: value is None
+    if name == "int64":  # what numba makes of a Python int
+        return lambda value: (type(value) is int and -(1 << 63) <= value < (1 << 63)) or type(value) is np.int64
+    if name == "float64":
+        return lambda value: type(value) is float or type(value) is np.float64
+    numpy_type = np.dtype(name).type
+    return lambda value: type(value) is numpy_type
+
+
+def _value_check(spec: Any) -> Callable[[Any], bool]:
+    if isinstance(spec, str):
+        return _scalar_check(spec)
+    if "array" in spec:
+        return _array_check(np.dtype(spec["array"]), int(spec["ndim"]), bool(spec["readonly"]))
+    parts = [_value_check(part) for part in spec["tuple"]]
+
+    def check(value: Any) -> bool:
+        return type(value) is tuple and len(value) == len(parts) and all(c(v) for c, v in zip(parts, value))
+    return check
+
+
+def arguments_check(specs: Sequence[Any]) -> Check:
+    """True when a call's arguments have exactly the described types."""
+    checks = [_value_check(spec) for spec in specs]
+    n = len(checks)
+
+    def check(args: Sequence[Any]) -> bool:
+        return len(args) == n and all(c(a) for c, a in zip(checks, args))
+    return check
+
+
+# ---- loading --------------------------------------------------------------
+
+def _load() -> Dict[str, List[Tuple[Check, Callable]]]:
+    """name -> [(check, compiled function)] from a build for these sources, or {}."""
+    if os.environ.get(ENV_SWITCH, "1") == "0":
+        return {}
+    try:
+        name = module_name()
+        index_path = build_dir() / f"{name}.json"
+        if not index_path.exists():
+            return {}
+        index = json.loads(index_path.read_text(encoding="utf8"))
+        library = next(iter(sorted(build_dir().glob(f"{name}.*.so"))), None) or build_dir() / f"{name}.so"
+        spec = importlib.util.spec_from_file_location(name, library)
+        if spec is None or spec.loader is None or not library.exists():
+            return {}
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out: Dict[str, List[Tuple[Check, Callable]]] = {}
+        for entry in index["exports"]:
+            out.setdefault(entry["kernel"], []).append((arguments_check(entry["args"]), getattr(module, entry["name"])))
+        return out
+    except (OSError, ImportError, ValueError, KeyError, TypeError, AttributeError):
+        return {}  # a broken or foreign build: the jitted kernels serve
+
+
+COMPILED = _load()
+
+
+def jitted(name: str) -> Callable:
+    """The numba dispatcher of entry kernel `name` (imports numba)."""
+    return getattr(importlib.import_module(f"{__package__}.{ENTRY_KERNELS[name]}"), name)
+
+
+def prefer(name: str) -> Callable:
+    """The compiled `name` for the arguments it was built for, else the
+    jitted one, imported when first needed."""
+    variants = COMPILED.get(name)
+    if not variants:
+        return jitted(name)
+    fallback: List[Callable] = []
+
+    def call(*args: Any) -> Any:
+        for check, function in variants:
+            if check(args):
+                return function(*args)
+        if not fallback:
+            fallback.append(jitted(name))
+        return fallback[0](*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+fill_tables = prefer("fill_tables")
+find_many = prefer("find_many")
+expand_rows = prefer("expand_rows")
+scatter_rows = prefer("scatter_rows")
+span_tables = prefer("span_tables")
+narrow_table = prefer("narrow_table")
+hot_rows = prefer("hot_rows")
+word_rows = prefer("word_rows")
+word_sums = prefer("word_sums")
+predict_sequence = prefer("predict_sequence")
+predict_parse = prefer("predict_parse")
+
+
+# ---- building -------------------------------------------------------------
+
+def build(signatures: Dict[str, List[Any]], verbose: bool = False) -> Path:
+    """Compile `signatures` (kernel name -> numba signatures with return
+    types, as the jitted dispatchers record them) into this machine's build;
+    returns its index file. Arguments that cannot be checked leave that
+    signature to the jit."""
+    import llvmlite.binding as llvm
+    import numba.pycc.compiler as pycc_compiler
+    from numba.pycc import CC
+
+    name = module_name()
+    out_dir = build_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cc = CC(name)
+    cc.output_dir = str(out_dir)
+    cc.target_cpu = llvm.get_host_cpu_name()  # built where it runs, for its CPU, as the jit compiles
+    cc.verbose = verbose
+    exports = []
+    for kernel, sigs in sorted(signatures.items()):
+        for k, sig in enumerate(sigs):
+            specs = [describe(t) for t in sig.args]
+            if any(spec is None for spec in specs):
+                continue
+            export = f"{kernel}__{k}"
+            cc.export(export, sig)(jitted(kernel).py_func)
+            exports.append({"kernel": kernel, "name": export, "args": specs})
+    if not exports:
+        raise ValueError("no kernel signature to compile (run the pipelines first)")
+
+    # the wrappers release the GIL while a kernel runs, as njit(nogil=True) does
+    plain_flags = pycc_compiler.Flags
+
+    class NoGilFlags(plain_flags):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    pycc_compiler.Flags = NoGilFlags
+    try:
+        cc.compile()
+    finally:
+        pycc_compiler.Flags = plain_flags
+    index_path = out_dir / f"{name}.json"
+    index_path.write_text(json.dumps({"fingerprint": fingerprint(), "exports": exports}), encoding="utf8")
+    return index_path
+
+
+def recorded_signatures() -> Dict[str, List[Any]]:
+    """The signatures the jitted entry kernels were called with in this process."""
+    return {name: list(jitted(name).nopython_signatures) for name in ENTRY_KERNELS
+            if jitted(name).nopython_signatures}

@@ -1,0 +1,112 @@
+"""Kernels compiled ahead of time (kernels/compiled.py): same labels as the
+jit, never called with arguments they were not built for."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from spacy_sparse.kernels import compiled
+from conftest import EWT, ROOT, need
+
+# Labels every shipped pipeline writes for raw EWT dev text, as a digest; and
+# whether numba was imported at all (by a jitted kernel).
+PROBE = r"""
+import hashlib, sys
+from spacy.training.converters import conllu_to_docs
+import spacy_sparse
+from spacy_sparse.kernels import compiled
+lines = open(sys.argv[1], encoding="utf8").read().split("\n\n")[:300]
+texts = [d.text for d in conllu_to_docs("\n\n".join(lines) + "\n\n", n_sents=10, no_print=True)]
+texts += ["", "   ", "Two  spaces\n\nand a blank line."]
+out = []
+for name in ("full", "tagger"):
+    nlp = spacy_sparse.load_default(name)
+    for doc in nlp.pipe(texts, batch_size=7):
+        out.append(" ".join(f"{t.tag_}/{t.pos_}/{t.head.i}/{t.dep_}/{int(bool(t.is_sent_start))}" for t in doc))
+print(bool(compiled.COMPILED), hashlib.sha256("\n".join(out).encode()).hexdigest(), "numba" in sys.modules)
+"""
+
+
+def _probe(env):
+    dev = need(EWT / "en_ewt-ud-dev.conllu")
+    result = subprocess.run([sys.executable, "-c", PROBE, str(dev)], env=env, cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    aot, digest, numba = result.stdout.strip().split(" ")
+    return aot == "True", digest, numba == "True"
+
+
+def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
+    env = dict(os.environ, SPACY_SPARSE_AOT_DIR=str(tmp_path))
+    build = subprocess.run([sys.executable, "-m", "spacy_sparse", "compile-kernels"], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stderr[-2000:] + build.stdout[-2000:]
+    index = json.loads(next(tmp_path.glob("*.json")).read_text(encoding="utf8"))
+    assert {e["kernel"] for e in index["exports"]} == set(compiled.ENTRY_KERNELS)
+
+    aot, aot_digest, aot_numba = _probe(env)
+    jit, jit_digest, jit_numba = _probe(dict(env, SPACY_SPARSE_AOT="0"))
+    assert aot and not jit
+    assert aot_digest == jit_digest
+    assert jit_numba and not aot_numba  # loading and labelling did not even import numba
+
+
+def test_a_build_for_other_sources_or_a_broken_one_is_not_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPACY_SPARSE_AOT_DIR", str(tmp_path))
+    name = compiled.module_name()
+    (tmp_path / "_spacy_sparse_aot_0000.json").write_text('{"exports": []}', encoding="utf8")
+    assert compiled._load() == {}  # nothing for these sources
+    (tmp_path / f"{name}.json").write_text("{not json", encoding="utf8")
+    assert compiled._load() == {}
+    (tmp_path / f"{name}.json").write_text('{"exports": [{"kernel": "find_many", "name": "x", "args": []}]}',
+                                           encoding="utf8")
+    (tmp_path / f"{name}.so").write_bytes(b"\x7fELF not a library")
+    assert compiled._load() == {}
+    monkeypatch.setenv("SPACY_SPARSE_AOT", "0")
+    assert compiled._load() == {}
+
+
+def test_arguments_are_checked_before_a_compiled_kernel_runs():
+    specs = [{"array": "int64", "ndim": 1, "readonly": False}, "int64", "bool", "none",
+             {"tuple": [{"array": "float32", "ndim": 2, "readonly": True}, "float64"]}]
+    check = compiled.arguments_check(specs)
+    good = np.zeros(3, dtype=np.int64)
+    rows = np.zeros((2, 3), dtype=np.float32)
+    assert check((good, 5, True, None, (rows, 0.5)))
+    assert check((good, np.int64(5), np.bool_(False), None, (rows[:1], 1.0)))
+    assert not check((good.astype(np.int32), 5, True, None, (rows, 0.5)))  # same item size or not: no
+    assert not check((good.astype(np.float64), 5, True, None, (rows, 0.5)))
+    assert not check((np.zeros(6, dtype=np.int64)[::2], 5, True, None, (rows, 0.5)))  # not C order
+    frozen = good.copy()
+    frozen.flags.writeable = False
+    assert not check((frozen, 5, True, None, (rows, 0.5)))  # the kernel may write it
+    assert not check((good, True, True, None, (rows, 0.5)))  # a bool is no int64
+    assert not check((good, 1 << 63, True, None, (rows, 0.5)))
+    assert not check((good, 5, True, None, (rows.T, 0.5)))
+    assert not check((good, 5, True, None, (rows, 0.5, 1)))
+    assert not check((good, 5, True, None))
+
+
+def test_prefer_falls_back_to_the_jit_for_other_arguments(monkeypatch):
+    calls = []
+    spec = [{"array": "int64", "ndim": 1, "readonly": False}]
+    monkeypatch.setitem(compiled.COMPILED, "probe", [(compiled.arguments_check(spec),
+                                                      lambda a: calls.append("compiled"))])
+    monkeypatch.setitem(compiled.ENTRY_KERNELS, "probe", "probe_module")
+    monkeypatch.setattr(compiled, "jitted", lambda name: lambda a: calls.append("jit"))
+    kernel = compiled.prefer("probe")
+    kernel(np.zeros(2, dtype=np.int64))
+    kernel(np.zeros(2, dtype=np.int32))
+    kernel([1, 2])
+    assert calls == ["compiled", "jit", "jit"]
+
+
+def test_every_entry_kernel_is_bound_to_its_jitted_kernel_or_a_compiled_one():
+    from numba.core.registry import CPUDispatcher
+
+    for name in compiled.ENTRY_KERNELS:
+        bound = getattr(compiled, name)
+        assert isinstance(compiled.jitted(name), CPUDispatcher)
+        assert bound is compiled.jitted(name) or (name in compiled.COMPILED and bound.__name__ == name)
