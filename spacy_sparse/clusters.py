@@ -205,6 +205,15 @@ def atoms(table: ClusterTable, text: str) -> Dict[str, int]:
     """The `clu*` atom values of a word form: its path (or that of its
     lowercase or title-case form) cut to each prefix length, hashed; 0 for a
     form the table does not hold."""
+    return dict(zip((name for name, _ in PREFIXES), atom_values(table, text)))
+
+
+NO_CLUSTER = (0,) * len(PREFIXES)
+_VALUES_OF_PATH: Dict[int, Tuple[int, ...]] = {}  # path -> its atom values (paths are few: 1,000 clusters)
+
+
+def atom_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
+    """atoms() as a tuple in PREFIXES order (the lexicon's per-type path)."""
     path: Optional[int] = None
     if table:
         for form in (text, text.lower(), text.title()):
@@ -212,6 +221,11 @@ def atoms(table: ClusterTable, text: str) -> Dict[str, int]:
             if path is not None:
                 break
     if path is None:
-        return {name: 0 for name, _ in PREFIXES}
-    bits = bin(path)[3:]
-    return {name: get_string_id(f"clu:{bits[:n]}") for name, n in PREFIXES}
+        return NO_CLUSTER
+    values = _VALUES_OF_PATH.get(path)
+    if values is None:
+        bits = bin(path)[3:]
+        values = tuple(get_string_id(f"clu:{bits[:n]}") for _, n in PREFIXES)
+        if len(_VALUES_OF_PATH) < 1 << 16:
+            _VALUES_OF_PATH[path] = values
+    return values

@@ -12,6 +12,7 @@ Thread safety: readers take a snapshot of (keys, rows, values) without a
 lock; a writer adds new word types under a lock and publishes a new
 snapshot, never mutating one a reader might hold.
 """
+import re
 import threading
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
@@ -33,38 +34,42 @@ def _hash(text: str) -> int:
     return get_string_id(text) if text else 0
 
 
+# lexical_atoms writes its values in this order
+_ORDER = ("orth", "lower", "norm", "shape", "pre1", "pre2", "pre3", "pre4", "suf1", "suf2", "suf3", "suf4",
+          "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct", "amb", "cshape")
+if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES):
+    raise ImportError("lexicon.lexical_atoms is out of step with templates.LEX_ATTRS")
+
+
 def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None,
                   clusters: Optional[word_clusters.ClusterTable] = None) -> Tuple[int, ...]:
     """Atom values of one word form, in the column order of LEX_ATTRS.
     `classes` maps a lowercase form's hash to its ambiguity class value,
-    `clusters` a form's folded hash to its cluster path (clusters.py)."""
+    `clusters` a form's folded hash to its cluster path (clusters.py).
+    Runs once per new word type: as a tuple, without a dict per call."""
     lex = vocab[text]
     lower = _hash(text.lower())
-    digit = any(c.isdigit() for c in text)
-    values = {
-        "orth": _hash(text),
-        "lower": lower,
-        "amb": classes.get(lower, 0) if classes else 0,
-        "cshape": _hash(collapsed_shape(text)),
-        "norm": lex.norm,
-        "shape": lex.shape,
-        "is_title": int(text.istitle()),
-        "is_upper": int(text.isupper()),
-        "like_num": int(lex.like_num),
-        "has_hyphen": int("-" in text),
-        "has_digit": int(digit),
-        "is_punct": int(lex.is_punct),
-        **word_clusters.atoms(clusters if clusters is not None else word_clusters.EMPTY, text),
-    }
-    for k in (1, 2, 3, 4):
-        values[f"pre{k}"] = _hash(text[:k])
-        values[f"suf{k}"] = _hash(text[-k:])
-    return tuple(values[name] for name in LEX_ATTRS)
+    return (
+        _hash(text), lower, lex.norm, lex.shape,
+        _hash(text[:1]), _hash(text[:2]), _hash(text[:3]), _hash(text[:4]),
+        _hash(text[-1:]), _hash(text[-2:]), _hash(text[-3:]), _hash(text[-4:]),
+        int(text.istitle()), int(text.isupper()), int(lex.like_num), int("-" in text),
+        int(any(c.isdigit() for c in text)), int(lex.is_punct),
+        classes.get(lower, 0) if classes else 0,
+        _hash(collapsed_shape(text)),
+    ) + word_clusters.atom_values(clusters if clusters is not None else word_clusters.EMPTY, text)
+
+
+_ASCII_CLASS = str.maketrans({chr(i): ("A" if chr(i).isupper() else "a" if chr(i).islower()
+                                       else "0" if chr(i).isdigit() else chr(i)) for i in range(128)})
+_RUN = re.compile(r"(.)\1+", re.DOTALL)
 
 
 def collapsed_shape(text: str) -> str:
     """Collins' word shape: upper -> A, lower -> a, digit -> 0, anything else
     kept, with runs of the same class collapsed to one."""
+    if text.isascii():
+        return _RUN.sub(r"\1", text.translate(_ASCII_CLASS))
     out = []
     for ch in text:
         c = "A" if ch.isupper() else "a" if ch.islower() else "0" if ch.isdigit() else ch

@@ -244,11 +244,18 @@ def build(signatures: Dict[str, List[Any]], verbose: bool = False) -> Path:
             super().__init__(*args, **kwargs)
             self.release_gil = True
 
+    # and the ISA features are the host's, as the jit's are (numba's AOT codegen
+    # otherwise takes the CPU model's defaults)
+    from numba.core import codegen
+
+    plain_features = codegen.AOTCPUCodegen._customize_tm_features
     pycc_compiler.Flags = NoGilFlags
+    codegen.AOTCPUCodegen._customize_tm_features = codegen.JITCPUCodegen._customize_tm_features
     try:
         cc.compile()
     finally:
         pycc_compiler.Flags = plain_flags
+        codegen.AOTCPUCodegen._customize_tm_features = plain_features
     index_path = out_dir / f"{name}.json"
     index_path.write_text(json.dumps({"fingerprint": fingerprint(), "exports": exports}), encoding="utf8")
     return index_path
