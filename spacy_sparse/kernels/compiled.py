@@ -31,7 +31,9 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -220,8 +222,11 @@ def build(signatures: Dict[str, List[Any]], verbose: bool = False) -> Path:
     name = module_name()
     out_dir = build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
+    # built aside and moved into place, so a process loading the build never
+    # maps a half-written library
+    staging = Path(tempfile.mkdtemp(prefix=".aot-", dir=out_dir))
     cc = CC(name)
-    cc.output_dir = str(out_dir)
+    cc.output_dir = str(staging)
     cc.target_cpu = llvm.get_host_cpu_name()  # built where it runs, for its CPU, as the jit compiles
     cc.verbose = verbose
     exports = []
@@ -252,13 +257,19 @@ def build(signatures: Dict[str, List[Any]], verbose: bool = False) -> Path:
     pycc_compiler.Flags = NoGilFlags
     codegen.AOTCPUCodegen._customize_tm_features = codegen.JITCPUCodegen._customize_tm_features
     try:
-        cc.compile()
+        try:
+            cc.compile()
+        finally:
+            pycc_compiler.Flags = plain_flags
+            codegen.AOTCPUCodegen._customize_tm_features = plain_features
+        library = next(staging.glob(f"{name}*"))
+        os.replace(library, out_dir / library.name)
+        index = staging / f"{name}.json"
+        index.write_text(json.dumps({"fingerprint": fingerprint(), "exports": exports}), encoding="utf8")
+        os.replace(index, out_dir / index.name)
     finally:
-        pycc_compiler.Flags = plain_flags
-        codegen.AOTCPUCodegen._customize_tm_features = plain_features
-    index_path = out_dir / f"{name}.json"
-    index_path.write_text(json.dumps({"fingerprint": fingerprint(), "exports": exports}), encoding="utf8")
-    return index_path
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir / f"{name}.json"
 
 
 def recorded_signatures() -> Dict[str, List[Any]]:
