@@ -12,10 +12,12 @@ import pytest
 from spacy_sparse.kernels import compiled
 from conftest import EWT, ROOT, need
 
-# Labels every shipped pipeline writes for raw EWT dev text, as a digest; and
+# Labels every shipped pipeline (and one saved with float weights) writes for
+# raw EWT dev text, as a digest; and
 # whether numba was imported at all (by a jitted kernel).
 PROBE = r"""
 import hashlib, sys
+import spacy
 from spacy.training.converters import conllu_to_docs
 import spacy_sparse
 from spacy_sparse.kernels import compiled
@@ -23,18 +25,17 @@ lines = open(sys.argv[1], encoding="utf8").read().split("\n\n")[:300]
 texts = [d.text for d in conllu_to_docs("\n\n".join(lines) + "\n\n", n_sents=10, no_print=True)]
 texts += ["", "   ", "Two  spaces\n\nand a blank line."]
 out = []
-for name in ("full", "tagger"):
-    nlp = spacy_sparse.load_default(name)
+for nlp in [spacy_sparse.load_default("full"), spacy_sparse.load_default("tagger"), spacy.load(sys.argv[2])]:
     for doc in nlp.pipe(texts, batch_size=7):
         out.append(" ".join(f"{t.tag_}/{t.pos_}/{t.head.i}/{t.dep_}/{int(bool(t.is_sent_start))}" for t in doc))
 print(bool(compiled.COMPILED), hashlib.sha256("\n".join(out).encode()).hexdigest(), "numba" in sys.modules)
 """
 
 
-def _probe(env):
+def _probe(env, float_pipeline):
     dev = need(EWT / "en_ewt-ud-dev.conllu")
-    result = subprocess.run([sys.executable, "-c", PROBE, str(dev)], env=env, cwd=ROOT, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-c", PROBE, str(dev), str(float_pipeline)], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     aot, digest, numba = result.stdout.strip().split(" ")
     return aot == "True", digest, numba == "True"
@@ -50,8 +51,15 @@ def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     index = json.loads(next(tmp_path.glob("*.json")).read_text(encoding="utf8"))
     assert {e["kernel"] for e in index["exports"]} == set(compiled.ENTRY_KERNELS)
 
-    aot, aot_digest, aot_numba = _probe(env)
-    jit, jit_digest, jit_numba = _probe(dict(env, SPACY_SPARSE_AOT="0"))
+    # a pipeline with float weights, as the float recipes train and save them
+    import spacy_sparse
+    from spacy_sparse.cli.run import as_float_weights
+
+    nlp = spacy_sparse.load_default("full")
+    as_float_weights(nlp)
+    nlp.to_disk(tmp_path / "float_pipeline")
+    aot, aot_digest, aot_numba = _probe(env, tmp_path / "float_pipeline")
+    jit, jit_digest, jit_numba = _probe(dict(env, SPACY_SPARSE_AOT="0"), tmp_path / "float_pipeline")
     assert aot and not jit
     assert aot_digest == jit_digest
     assert jit_numba and not aot_numba  # loading and labelling did not even import numba

@@ -184,6 +184,18 @@ WARM_TEXTS = [
 ]
 
 
+def as_float_weights(nlp) -> None:
+    """Give every sparse component of `nlp` its weights as float rows (the
+    shipped ones are one-byte codes), so compile-kernels records the argument
+    types a pipeline trained with the float recipes calls the kernels with."""
+    from ..codec import dumps, seal_payload
+    from ..pipeline.base import SparsePipe
+
+    for _name, pipe in nlp.pipeline:
+        if isinstance(pipe, SparsePipe) and pipe.sparse is not None:
+            pipe._load_model(seal_payload(dumps(pipe.sparse.to_dict(grouped=False))), where="compile-kernels")
+
+
 def cmd_compile_kernels(args: argparse.Namespace) -> int:
     """Compile the kernels that loading and labelling call, ahead of time and
     for this machine's CPU (spacy_sparse/kernels/compiled.py): a new process
@@ -200,11 +212,14 @@ def cmd_compile_kernels(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     for model in ["default", "default-tagger"] + list(args.model or []):
         nlp = load_pipeline(model)
-        list(nlp.pipe(WARM_TEXTS))
-        nlp(WARM_TEXTS[0])
+        for weights in ("as saved", "float"):
+            if weights == "float":  # the layout of a pipeline trained here and saved with float weights
+                as_float_weights(nlp)
+            list(nlp.pipe(WARM_TEXTS))
+            nlp(WARM_TEXTS[0])
     index = compiled.build(compiled.recorded_signatures(), verbose=args.verbose)
     exports = len(json.loads(index.read_text(encoding="utf8"))["exports"])
-    msg.good(f"{exports} kernels compiled in {time.perf_counter() - start:.0f} s: {index.with_suffix('')}.*")
+    msg.good(f"{exports} kernel versions compiled in {time.perf_counter() - start:.0f} s: {index.with_suffix('')}.*")
     return 0
 
 
