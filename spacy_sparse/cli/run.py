@@ -50,6 +50,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     msg.good(f"Loaded the embedded en_ewt pipeline {args.pipeline!r} ({', '.join(nlp.pipe_names)}) "
              f"in {time.perf_counter() - start:.2f}s")
     _tag_sample(nlp, args.text or SAMPLE_TEXT)
+    from ..kernels import compiled
+
+    if not compiled.COMPILED:
+        msg.info("The kernels ran through numba's jit: `python -m spacy_sparse compile-kernels` (once, a few "
+                 "seconds) makes every new process start about half a second sooner")
     if not args.data:
         return 0
     from spacy.cli.train import train as spacy_train
