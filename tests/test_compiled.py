@@ -80,6 +80,12 @@ def test_a_build_for_other_sources_or_a_broken_one_is_not_loaded(tmp_path, monke
     assert compiled._load() == {}
 
 
+def test_a_build_is_keyed_by_the_cpu_it_was_made_on(monkeypatch):
+    here = compiled.module_name()
+    monkeypatch.setattr(compiled, "cpu_signature", lambda: "model name : another processor\nflags : sse2")
+    assert compiled.module_name() != here
+
+
 def test_arguments_are_checked_before_a_compiled_kernel_runs():
     specs = [{"array": "int64", "ndim": 1, "readonly": False}, "int64", "bool", "none",
              {"tuple": [{"array": "float32", "ndim": 2, "readonly": True}, "float64"]}]

@@ -14,8 +14,9 @@ kernel runs: the same code, so the same results (a test compares both on EWT).
 Nothing here imports numba unless a kernel falls back to the jit: with a
 build, a process that loads and labels never imports it (another 0.15 s).
 
-A build is keyed by a hash of the kernels' sources and of the numba, numpy
-and Python versions; one built for other sources is never loaded. It lives
+A build is keyed by a hash of the kernels' sources, the numba, numpy and
+Python versions and the CPU's model and flags; one built for other sources or
+another processor is never loaded. It lives
 beside numba's own cache (`kernels/__pycache__`), or in $SPACY_SPARSE_AOT_DIR.
 SPACY_SPARSE_AOT=0 turns it off.
 
@@ -56,12 +57,28 @@ ENTRY_KERNELS: Dict[str, str] = {
 Check = Callable[[Sequence[Any]], bool]
 
 
+def cpu_signature() -> str:
+    """The processor's model and instruction-set flags: a build uses the
+    host's instructions, so an environment moved to another CPU must not load
+    it (it could stop on an illegal instruction)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf8", errors="replace") as f:
+            wanted = ("model name", "flags", "Features", "CPU part")
+            lines = [line.strip() for line in f if line.startswith(wanted)]
+        if lines:
+            return "\n".join(sorted(set(lines)))
+    except OSError:
+        pass
+    return f"{platform.processor()} {platform.machine()}"
+
+
 def fingerprint() -> str:
-    """What a build must match: the kernels' sources and the versions that compile them."""
+    """What a build must match: the kernels' sources, the versions that
+    compile them and the CPU it was built on."""
     digest = hashlib.sha256()
     for name in SOURCES:
         digest.update((KERNEL_DIR / name).read_bytes())
-    versions = [metadata.version("numba"), np.__version__, sys.version, platform.machine()]
+    versions = [metadata.version("numba"), np.__version__, sys.version, platform.machine(), cpu_signature()]
     digest.update(" ".join(versions).encode("utf8"))
     return digest.hexdigest()[:20]
 
