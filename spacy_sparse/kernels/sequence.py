@@ -171,19 +171,31 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     One-word templates read their rows per word type (`column`, and
     `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
     edges, and for every other template, the row is looked up by key.
-    With `sums` (not empty; only with margin < 0) the one-word templates
-    inside the segment are read as one summed vector per offset
-    (`slot_pos`, word_sums) instead, for the types that have one: the same scores, added in another
-    order (float rounding can break a near tie the other way).
-    Writes the label into pred and the number of templates scored into used.
+    With `sums` (not empty) the one-word templates inside the segment are
+    read as one summed vector per offset (`slot_pos`, word_sums) instead,
+    for the types that have one: without a margin the same scores, added in
+    another order (float rounding can break a near tie the other way). With
+    a margin the sums come first and the stop rule is tested on them before
+    any other template: a word's own form, affixes and shape, and its
+    neighbours', read in a few vector adds, settle most tokens, which the
+    learned order reaches only after several row lookups (CHANGELOG.md).
+    Writes the label into pred and the number of templates scored (those
+    in the sums included) into used.
     """
     seeds, atom_off, atom_src, atom_pos = templates
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     keys = np.zeros(n_tpl, dtype=np.uint64)
     ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
+    in_sum = np.zeros(LOOKAHEAD, dtype=np.int64)  # 1: the block's template is read through the sums
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
-    summed = sums.shape[0] > 0 and margin < 0.0
+    summed = sums.shape[0] > 0
+    slot_n = np.zeros(slot_pos.shape[0], dtype=np.int64)  # one-word templates per summed offset
+    for t in range(n_tpl):
+        if column[t] >= 0:
+            for k in range(slot_pos.shape[0]):
+                if slot_pos[k] == atom_pos[atom_off[t]]:
+                    slot_n[k] += 1
     doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
@@ -207,29 +219,41 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                         scores[y] += bias[y]
                 if margin >= 0.0:
                     done, cand = leads(scores, margin if thr is None else thr[0], cand)
+            in_sums = 0  # templates read through the sums, and those of them the blocks passed
+            passed = 0
             if summed:
                 for k in range(slot_pos.shape[0]):
                     p = i + slot_pos[k]
                     if start <= p < end and lex_rows[p] < sums.shape[0]:
                         add_row(scores, sums[lex_rows[p]], k)
+                        in_sums += slot_n[k]
+                if margin >= 0.0:
+                    done, cand = leads(scores, margin if thr is None else thr[0], cand)
             n = 0
-            while n < n_tpl and not (margin >= 0.0 and n > 0 and done):
+            while n < n_tpl and not (margin >= 0.0 and (n > 0 or summed) and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK)
                 for t in range(n, stop):
+                    in_sum[t - n] = 0
                     c = column[t]
                     p = i + atom_pos[atom_off[t]] if c >= 0 else start - 1  # the word a one-word template reads
                     if start <= p < end:
                         keys[t] = 0  # score_block: the row is in ahead (-1: in the sums)
                         w = lex_rows[p]
-                        ahead[t - n] = -1 if summed and w < sums.shape[0] else type_rows[w, c]
+                        if summed and w < sums.shape[0]:
+                            ahead[t - n] = -1
+                            in_sum[t - n] = 1
+                        else:
+                            ahead[t - n] = type_rows[w, c]
                     else:
                         keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
                                                inputs, pred, hist)
                 k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, NO_CODES, book, False, margin, thr, scores, ahead,
                                             done, cand)
+                for j in range(k):
+                    passed += in_sum[j]
                 n += k
             pred[i] = decided(scores, valid, margin, done, cand)
-            used[i] = n
+            used[i] = n + in_sums - passed
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
 

@@ -52,8 +52,8 @@ class WordRowCache:
     """The rows of a model's one-word templates per word type, kept from
     batch to batch (kernels.sequence.word_rows), so a type's keys are
     looked up once, not once per batch; with `summed`, also those rows
-    summed per word offset (word_sums), which a prediction without margin
-    reads instead (for as many types as SUMS_BYTES holds). Indexed by lexicon row; refilled from scratch when the
+    summed per word offset (word_sums), which a prediction reads instead
+    (for as many types as SUMS_BYTES holds). Indexed by lexicon row; refilled from scratch when the
     model changes (training, a load) or the lexicon numbers its rows afresh.
     Only the lock holder writes: a batch fills its new types before its
     kernels read them, and other threads read only rows they filled
@@ -112,7 +112,7 @@ class SequencePipe(SparsePipe):
     _allowed: np.ndarray
     # label each sentence of a doc with set boundaries as its own segment
     by_sents = True
-    # without a margin, read one-word templates as summed vectors (WordRowCache)
+    # read one-word templates as summed vectors (WordRowCache); with a margin, first
     summed_words = True
 
     def __init__(self, *args, **kwargs) -> None:
@@ -153,7 +153,7 @@ class SequencePipe(SparsePipe):
         W, book = coded if coded is not None else (model.weights(stale_steps=stale_steps), FLOAT_ROWS)
         fixed = self._fixed(docs, batch)
         inputs = token_inputs(docs, model)
-        summed = self.summed_words and margin < 0
+        summed = self.summed_words
         column, type_rows, slot_pos, sums = self._word_rows.for_batch(model, batch, W, book, summed)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
