@@ -348,42 +348,41 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
     from .kernels import compiled as compiled_kernels
 
     jit = dict(os.environ, SPACY_SPARSE_AOT="0")
-    code = {"blank": ("import spacy; nlp = spacy.blank('en')", None),
+    # row name -> (code, environment (None: ours), the model whose directory it loads)
+    code = {"blank": ("import spacy; nlp = spacy.blank('en')", None, None),
             # numba's share, common to any numba component: its import, the registries its first
             # call sets up, one cached kernel, and the collector's passes over its objects at exit
             NUMBA_FLOOR: ("import spacy; nlp = spacy.blank('en'); import numpy as np; "
-                          "from spacy_sparse.kernels.hashing import mix; mix(np.uint64(1), np.uint64(2))", None)}
-    names = [NUMBA_FLOOR]
+                          "from spacy_sparse.kernels.hashing import mix; mix(np.uint64(1), np.uint64(2))", None, None)}
     for model in models:
         shipped = {str(path): name for name, path in DEFAULT_PIPELINES.items()}.get(str(resolve_model(model)))
         if shipped:  # as the README loads them
             load = f"import spacy, spacy_sparse; nlp = spacy_sparse.load_default({shipped!r})"
         else:
             load = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
-        code[model] = (load, None)
-        names.append(model)
+        code[model] = (load, None, model)
         if compiled_kernels.COMPILED:
-            code[f"{model} (jit)"] = (load, jit)
-            names.append(f"{model} (jit)")
+            code[f"{model} (jit)"] = (load, jit, model)
     times: Dict[str, List[float]] = {name: [] for name in code}
     bytecode = compile_bytecode()
-    for load, env in code.values():  # untimed: numba's cache is written, if it was not
+    for load, env, _ in code.values():  # untimed: numba's cache is written, if it was not
         subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
     for _ in range(max(1, runs)):
-        for name, (load, env) in code.items():
+        for name, (load, env, _) in code.items():
             start = time.perf_counter()
             subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
             times[name].append(time.perf_counter() - start)
     base = sorted(times["blank"])
     rows = []
-    for name in names:
+    for name, (_, _, model) in code.items():
+        if name == "blank":
+            continue
         own = sorted(times[name])
         # pair runs by rank: the k-th fastest of each
         extra = [a - b for a, b in zip(own, base)]
-        model = name[:-len(" (jit)")] if name.endswith(" (jit)") else name
         rows.append({"model": str(name), "seconds": own, "blank_seconds": base,
                      "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
-                     "pipeline_bytes": None if name == NUMBA_FLOOR else directory_bytes(model)})
+                     "pipeline_bytes": None if model is None else directory_bytes(model)})
     return {"runs": runs, "sentence": COLD_SENTENCE, "bytecode_compiled": bytecode,
             "compiled_kernels": bool(compiled_kernels.COMPILED), "rows": rows}
 
