@@ -16,7 +16,7 @@ from spacy.training import Example
 from ..kernels.compiled import predict_sequence, word_rows, word_sums
 from ..kernels.layout import UNSET, word_columns, word_slots
 from ..model import SparseLinearModel
-from ..templates import HISTORY_ATTRS
+from ..templates import HISTORY_ATTRS, compile_templates, parse_templates
 from .base import SparsePipe
 from .batching import DocBatch
 from .views import GAP_KEY, visible_examples
@@ -118,6 +118,17 @@ class SequencePipe(SparsePipe):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._word_rows = WordRowCache()
+
+    def _arrange_templates(self, templates: List[str]) -> List[str]:
+        """With summed words, the one-word templates first, each group in
+        its order: a prediction with a margin reads them as sums before any
+        other template and tests the margin there, so training's prefixes
+        are then the ones the margin test sees (EWT dev, configs/tagger.cfg:
+        CHANGELOG.md)."""
+        if not self.summed_words:
+            return templates
+        one_word = word_columns(*compile_templates(parse_templates(templates))) >= 0
+        return [t for t, w in zip(templates, one_word) if w] + [t for t, w in zip(templates, one_word) if not w]
 
     @property
     def _hist_of(self) -> np.ndarray:
