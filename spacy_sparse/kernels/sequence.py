@@ -179,8 +179,11 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     any other template: a word's own form, affixes and shape, and its
     neighbours', read in a few vector adds, settle most tokens, which the
     learned order reaches only after several row lookups (CHANGELOG.md).
-    Writes the label into pred and the number of templates scored (those
-    in the sums included) into used.
+    A token whose offsets all have sums starts its blocks after the
+    one-word templates that lead the order (a model trained with sums has
+    them all first: SequencePipe._arrange_templates) instead of passing them
+    one by one. Writes the label into pred and the number of templates
+    scored (those in the sums included) into used.
     """
     seeds, atom_off, atom_src, atom_pos = templates
     n_tpl = seeds.shape[0]
@@ -196,6 +199,9 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
             for k in range(slot_pos.shape[0]):
                 if slot_pos[k] == atom_pos[atom_off[t]]:
                     slot_n[k] += 1
+    lead = 0  # the one-word templates that come first (all of them in a model trained with sums)
+    while lead < n_tpl and column[lead] >= 0:
+        lead += 1
     doc_id = -1
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
@@ -221,15 +227,24 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     done, cand = leads(scores, margin if thr is None else thr[0], cand)
             in_sums = 0  # templates read through the sums, and those of them the blocks passed
             passed = 0
+            n = 0
             if summed:
+                covered = True  # every offset's word is inside the segment and has a sum
                 for k in range(slot_pos.shape[0]):
                     p = i + slot_pos[k]
                     if start <= p < end and lex_rows[p] < sums.shape[0]:
                         add_row(scores, sums[lex_rows[p]], k)
                         in_sums += slot_n[k]
+                    else:
+                        covered = False
+                if covered:  # the leading one-word templates are all in the sums: the blocks start after them
+                    n = lead
+                    passed = lead
                 if margin >= 0.0:
                     done, cand = leads(scores, margin if thr is None else thr[0], cand)
-            n = 0
+                    if covered and not done and thr is not None and lead > 1:
+                        # each skipped template adds nothing but would test its own, smaller, margin
+                        done, cand = leads(scores, thr[lead - 1], cand)
             while n < n_tpl and not (margin >= 0.0 and (n > 0 or summed) and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK)
                 for t in range(n, stop):
