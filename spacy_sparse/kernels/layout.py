@@ -50,7 +50,8 @@ HOT = np.int64(1) << np.int64(56)
 # Templates are scored in blocks whose keys are made and rows looked up
 # together (the probes' memory latencies overlap), at most LOOKAHEAD long.
 # A tagger's blocks grow 2, 2, 4, 8, 8, ...: half its tokens stop after two
-# templates, and keys made past the stop are wasted work. The parser's are 8
+# templates, and keys made past the stop are wasted work. Without a margin
+# nothing stops, and a token looks up all its rows in one block. The parser's are 8
 # throughout (its margin test runs once a block, see score_block).
 LOOKAHEAD = 8
 

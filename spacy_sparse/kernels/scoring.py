@@ -456,8 +456,8 @@ def add_coded(scores, lc, book, span):
 
 @njit(cache=True, nogil=True)
 def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead, done, cand):
-    """Add the rows of templates t0..t1-1 (at most LOOKAHEAD, keys in
-    keys[t0:t1]) to the scores of a decision (opened by open_scores), in
+    """Add the rows of templates t0..t1-1 (keys in keys[t0:t1], `ahead`
+    at least t1 - t0 long) to the scores of a decision (opened by open_scores), in
     order; with margin >= 0, stop once the best label leads by the margin
     (thr None), or by thr[t] after template t (stop_margins).
     Returns (templates scored, done, cand); `done` and `cand` carry the

@@ -189,8 +189,8 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     keys = np.zeros(n_tpl, dtype=np.uint64)
-    ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
-    in_sum = np.zeros(LOOKAHEAD, dtype=np.int64)  # 1: the block's template is read through the sums
+    ahead = np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64)
+    in_sum = np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64)  # 1: the block's template is read through the sums
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     summed = sums.shape[0] > 0
     slot_n = np.zeros(slot_pos.shape[0], dtype=np.int64)  # one-word templates per summed offset
@@ -246,7 +246,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                         # each skipped template adds nothing but would test its own, smaller, margin
                         done, cand = leads(scores, thr[lead - 1], cand)
             while n < n_tpl and not (margin >= 0.0 and (n > 0 or summed) and done):
-                stop = block_end(n, n_tpl, FIRST_BLOCK)
+                stop = block_end(n, n_tpl, FIRST_BLOCK) if margin >= 0.0 else n_tpl
                 for t in range(n, stop):
                     in_sum[t - n] = 0
                     c = column[t]
