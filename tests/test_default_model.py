@@ -12,10 +12,10 @@ from conftest import EWT
 
 # Measured on EWT test (gold tokens, whole docs) when the tagger was shipped (CHANGELOG.md); a
 # change that loses accuracy in the shipped model fails here.
-SHIPPED_TEST_ACCURACY = 0.9461
+SHIPPED_TEST_ACCURACY = 0.9441
 # The full pipeline on the first 60 docs of EWT test as raw text, when it was shipped (docs/benchmarks.md has
 # the whole split): tags, LAS, sentence F.
-SHIPPED_FULL = {"tag_acc": 0.9594, "pos_acc": 0.9605, "dep_las": 0.7962, "sents_f": 0.8201}
+SHIPPED_FULL = {"tag_acc": 0.9592, "pos_acc": 0.9608, "dep_las": 0.7981, "sents_f": 0.8284}
 
 
 def test_full_pipeline_parses_raw_text_as_when_shipped():

@@ -324,7 +324,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_m
     keys = np.zeros(n_tpl, dtype=np.uint64)
     scores = np.zeros(kind.shape[0], dtype=np.float32)
     valid = np.zeros(kind.shape[0], dtype=np.uint8)
-    ahead = np.zeros(LOOKAHEAD, dtype=np.int64)
+    ahead = np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64)
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
@@ -359,7 +359,7 @@ def score_decision(keys, t0, t1, move, slot_tok, b0, templates, lex_rows, lex, t
     done, cand = open_scores(scores, valid, margin)
     k = t0
     while k < t1 and not (margin >= 0.0 and k > t0 and done):
-        stop = block_end(k, t1, LOOKAHEAD)
+        stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1  # nothing stops early: one block
         state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
         n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead,
                                     done, cand)
