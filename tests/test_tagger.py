@@ -388,3 +388,21 @@ def test_word_dropout_survives_a_save(tmp_path):
     nlp.add_pipe("sparse_ner", config={"word_dropout": 0.5})
     nlp.to_disk(tmp_path / "p")
     assert spacy.load(tmp_path / "p").get_pipe("sparse_ner").cfg["word_dropout"] == 0.5
+
+
+@pytest.mark.parametrize("kind", ["tagger", "full"])
+def test_labels_do_not_depend_on_the_room_for_summed_vectors(kind, ewt_refs, monkeypatch):
+    """A word type the per-type cache has no room to sum is summed on the spot
+    in the same order, so the tags do not depend on which types a process met
+    first (two `tag --n-process` workers meet them in different orders)."""
+    import spacy_sparse
+    from spacy_sparse.pipeline import sequence
+
+    texts = [ref.text for ref in ewt_refs["dev"]]
+    roomy = [t.tag_ for doc in spacy_sparse.load_default(kind).pipe(texts) for t in doc]
+    monkeypatch.setattr(sequence, "SUMS_BYTES", 64 << 10)  # room for a few dozen types
+    nlp = spacy_sparse.load_default(kind)
+    cramped = [t.tag_ for doc in nlp.pipe(texts) for t in doc]
+    cache = nlp.get_pipe("sparse_tagger")._word_rows
+    assert 0 < cache.sums.shape[0] < 100 < cache.rows.shape[0]
+    assert cramped == roomy

@@ -99,6 +99,19 @@ def word_sums(lex_rows, column, slot, rows, W, book, sums, filled):
 
 
 @njit(cache=True, nogil=True)
+def add_word_sum(scores, vec, w, k, slot, column, type_rows, W, book):
+    """Add the vector word_sums keeps for type w at offset k, made now in
+    the same order (a type the cache had no room for): the scores, and so
+    the labels, do not depend on which types a process met first."""
+    vec[:] = 0.0
+    for t in range(slot.shape[0]):
+        if slot[t] == k:
+            add_dense(vec, W, book, type_rows[w, column[t]])
+    for y in range(scores.shape[0]):
+        scores[y] += vec[y]
+
+
+@njit(cache=True, nogil=True)
 def uses_history(atom_src):
     for a in range(atom_src.shape[0]):
         if atom_src[a] == SRC_HIST:
@@ -172,8 +185,9 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
     edges, and for every other template, the row is looked up by key.
     With `sums` (not empty) the one-word templates inside the segment are
-    read as one summed vector per offset (`slot_pos`, word_sums) instead,
-    for the types that have one: without a margin the same scores, added in
+    read as one summed vector per offset (`slot_pos`, word_sums; made on
+    the spot, the same way, for a type the cache has no room for:
+    add_word_sum) instead: without a margin the same scores, added in
     another order (float rounding can break a near tie the other way). With
     a margin the sums come first and the stop rule is tested on them before
     any other template: a word's own form, affixes and shape, and its
@@ -194,11 +208,14 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     summed = sums.shape[0] > 0
     slot_n = np.zeros(slot_pos.shape[0], dtype=np.int64)  # one-word templates per summed offset
+    slot = np.full(n_tpl, -1, dtype=np.int64)  # each one-word template's offset (word_sums' slot)
     for t in range(n_tpl):
         if column[t] >= 0:
             for k in range(slot_pos.shape[0]):
                 if slot_pos[k] == atom_pos[atom_off[t]]:
                     slot_n[k] += 1
+                    slot[t] = k
+    vec = np.zeros(scores.shape[0], dtype=np.float32)
     lead = 0  # the one-word templates that come first (all of them in a model trained with sums)
     while lead < n_tpl and column[lead] >= 0:
         lead += 1
@@ -229,11 +246,14 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
             passed = 0
             n = 0
             if summed:
-                covered = True  # every offset's word is inside the segment and has a sum
+                covered = True  # every offset's word is inside the segment
                 for k in range(slot_pos.shape[0]):
                     p = i + slot_pos[k]
-                    if start <= p < end and lex_rows[p] < sums.shape[0]:
-                        add_row(scores, sums[lex_rows[p]], k)
+                    if start <= p < end:
+                        if lex_rows[p] < sums.shape[0]:
+                            add_row(scores, sums[lex_rows[p]], k)
+                        else:
+                            add_word_sum(scores, vec, lex_rows[p], k, slot, column, type_rows, W, book)
                         in_sums += slot_n[k]
                     else:
                         covered = False
@@ -253,12 +273,11 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     p = i + atom_pos[atom_off[t]] if c >= 0 else start - 1  # the word a one-word template reads
                     if start <= p < end:
                         keys[t] = 0  # score_block: the row is in ahead (-1: in the sums)
-                        w = lex_rows[p]
-                        if summed and w < sums.shape[0]:
+                        if summed:
                             ahead[t - n] = -1
                             in_sum[t - n] = 1
                         else:
-                            ahead[t - n] = type_rows[w, c]
+                            ahead[t - n] = type_rows[lex_rows[p], c]
                     else:
                         keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
                                                inputs, pred, hist)
