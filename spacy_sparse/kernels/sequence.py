@@ -193,8 +193,8 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     any other template: a word's own form, affixes and shape, and its
     neighbours', read in a few vector adds, settle most tokens, which the
     learned order reaches only after several row lookups (CHANGELOG.md).
-    A token whose offsets all have sums starts its blocks after the
-    one-word templates that lead the order (a model trained with sums has
+    A token whose offsets are all inside the segment starts its blocks
+    after the one-word templates that lead the order (a model trained with sums has
     them all first: SequencePipe._arrange_templates) instead of passing them
     one by one. Writes the label into pred and the number of templates
     scored (those in the sums included) into used.
