@@ -108,17 +108,19 @@ def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path)
 
 
 def test_the_shipped_parser_loads_with_its_dev_margin():
-    """`ship-default --set sparse_parser.margin=... --set sparse_senter.margin=...` (project.yml): the shipped
-    components, config.cfg and the project agree."""
+    """`ship-default --set NAME.margin=...` (project.yml): the shipped components, config.cfg and the project
+    agree, for the full pipeline and the small tagger."""
     import srsly
 
     project = srsly.read_yaml(Path(__file__).parent.parent / "project.yml")["vars"]
-    nlp = spacy_sparse.load_default()
-    for name, var in (("sparse_parser", "ship_parser_margin"), ("sparse_senter", "ship_senter_margin")):
-        assert nlp.get_pipe(name).margin == float(project[var])
-        assert nlp.config["components"][name]["margin"] == float(project[var])
-    assert nlp.get_pipe("sparse_tagger").margin is None
-    assert nlp.get_pipe("sparse_senter").start_bias == 0.0
+    for kind, settings in (("full", (("sparse_parser", "ship_parser_margin"), ("sparse_senter", "ship_senter_margin"),
+                                     ("sparse_tagger", "ship_tagger_margin"))),
+                           ("tagger", (("sparse_tagger", "ship_small_tagger_margin"),))):
+        nlp = spacy_sparse.load_default(kind)
+        for name, var in settings:
+            assert nlp.get_pipe(name).margin == float(project[var])
+            assert nlp.config["components"][name]["margin"] == float(project[var])
+    assert spacy_sparse.load_default().get_pipe("sparse_senter").start_bias == 0.0
 
 
 def test_ship_settings_checks_components_settings_and_values():
