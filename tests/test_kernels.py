@@ -188,7 +188,7 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
     batch = DocBatch(docs, tagger.lexicon)
     m = tagger.sparse
     W = m.weights()
-    column, rows, slot_pos, sums = tagger._word_rows.for_batch(m, batch, W, np.zeros(1, np.float32), True)
+    column, rows, _, slot_pos, sums = tagger._word_rows.for_batch(m, batch, W, np.zeros(1, np.float32), True)
     # several atoms of one word count ("suf3@1+shape@1"); a per-token atom ("space") does not
     one_word = [len({a.pos for a in t.atoms}) == 1 and all(a.attr not in ("tag", "space") for a in t.atoms)
                 for t in m.templates]

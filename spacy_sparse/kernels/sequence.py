@@ -84,29 +84,35 @@ def word_sums(lex_rows, column, slot, rows, W, book, sums, filled):
     """sums[w, k]: the summed rows of type w's one-word templates in slot k
     (what they add to a decision when that word is inside the segment), for
     the types of a batch not summed yet (those with a lexicon row below
-    sums.shape[0]; the others keep their rows). With all templates scored (no
-    margin), a token then reads one vector per offset instead of one row
-    per one-word template."""
+    sums.shape[0]; the others are summed when read: add_word_sum). With all
+    templates scored (no margin), a token then reads one vector per offset
+    instead of one row per one-word template."""
     for i in range(lex_rows.shape[0]):
         w = lex_rows[i]
         if w >= sums.shape[0] or filled[w]:
             continue
         filled[w] = True
-        for t in range(column.shape[0]):
-            c = column[t]
-            if c >= 0 and rows[w, c] >= 0:
-                add_dense(sums[w, slot[t]], W, book, rows[w, c])
+        for k in range(sums.shape[1]):
+            type_sum(sums[w, k], w, k, slot, column, rows, W, book)
+
+
+@njit(cache=True, nogil=True)
+def type_sum(out, w, k, slot, column, rows, W, book):
+    """out = the rows of type w's one-word templates in slot k, added in
+    template order: the one way a summed vector is made, so a sum kept in
+    the cache and one made when read are the same floats."""
+    out[:] = 0.0
+    for t in range(slot.shape[0]):
+        if slot[t] == k:
+            add_dense(out, W, book, rows[w, column[t]])
 
 
 @njit(cache=True, nogil=True)
 def add_word_sum(scores, vec, w, k, slot, column, type_rows, W, book):
-    """Add the vector word_sums keeps for type w at offset k, made now in
-    the same order (a type the cache had no room for): the scores, and so
-    the labels, do not depend on which types a process met first."""
-    vec[:] = 0.0
-    for t in range(slot.shape[0]):
-        if slot[t] == k:
-            add_dense(vec, W, book, type_rows[w, column[t]])
+    """Add the vector word_sums keeps for type w at offset k, made now (a
+    type the cache had no room for): the scores, and so the labels, do not
+    depend on which types a process met first."""
+    type_sum(vec, w, k, slot, column, type_rows, W, book)
     for y in range(scores.shape[0]):
         scores[y] += vec[y]
 
@@ -174,7 +180,7 @@ def valid_labels(allowed, pred, fixed, i, start, end):
 
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
-                     tab_off, tab, W, book, allowed, fixed, hist_of, column, type_rows, slot_pos, sums,
+                     tab_off, tab, W, book, allowed, fixed, hist_of, column, type_rows, slot, slot_pos, sums,
                      bias, margin, thr, pred, used):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
@@ -185,7 +191,8 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
     edges, and for every other template, the row is looked up by key.
     With `sums` (not empty) the one-word templates inside the segment are
-    read as one summed vector per offset (`slot_pos`, word_sums; made on
+    read as one summed vector per offset (template t's offset is
+    slot_pos[slot[t]], slot -1 for the others: layout.word_slots; word_sums, made on
     the spot, the same way, for a type the cache has no room for:
     add_word_sum) instead: without a margin the same scores, added in
     another order (float rounding can break a near tie the other way). With
@@ -208,13 +215,9 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     summed = sums.shape[0] > 0
     slot_n = np.zeros(slot_pos.shape[0], dtype=np.int64)  # one-word templates per summed offset
-    slot = np.full(n_tpl, -1, dtype=np.int64)  # each one-word template's offset (word_sums' slot)
     for t in range(n_tpl):
-        if column[t] >= 0:
-            for k in range(slot_pos.shape[0]):
-                if slot_pos[k] == atom_pos[atom_off[t]]:
-                    slot_n[k] += 1
-                    slot[t] = k
+        if slot[t] >= 0:
+            slot_n[slot[t]] += 1
     vec = np.zeros(scores.shape[0], dtype=np.float32)
     lead = 0  # the one-word templates that come first (all of them in a model trained with sums)
     while lead < n_tpl and column[lead] >= 0:

@@ -71,8 +71,8 @@ class WordRowCache:
         self.filled = np.zeros(0, dtype=np.bool_)
 
     def for_batch(self, model: SparseLinearModel, batch: DocBatch, W: np.ndarray, book: np.ndarray,
-                  summed: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(column, rows, slot_pos, sums) with every word type of the batch
+                  summed: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(column, rows, slot, slot_pos, sums) with every word type of the batch
         filled in, for the lexicon numbering the batch was looked up in and
         the weights of the model's current version (W: float rows, or codes
         into `book`); sums empty unless `summed`."""
@@ -85,7 +85,7 @@ class WordRowCache:
                 self.slot, self.slot_pos = word_slots(self.column, model.atom_off, model.atom_pos)
                 self.sums, self.filled = NO_SUMS, np.zeros(0, dtype=np.bool_)
             if not np.any(self.column >= 0):
-                return self.column, self.rows, self.slot_pos, NO_SUMS
+                return self.column, self.rows, self.slot, self.slot_pos, NO_SUMS
             n_types = batch.lex.shape[0]
             if self.rows.shape[0] < n_types:
                 grown = np.full((max(n_types, 2 * self.rows.shape[0]), self.rows.shape[1]), UNSET, dtype=np.int32)
@@ -94,7 +94,7 @@ class WordRowCache:
             word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src, model.tab,
                       model.tab_off, self.column, self.rows)
             if not summed:
-                return self.column, self.rows, self.slot_pos, NO_SUMS
+                return self.column, self.rows, self.slot, self.slot_pos, NO_SUMS
             n = min(self.rows.shape[0], SUMS_BYTES // (4 * self.slot_pos.shape[0] * W.shape[1]))
             if self.sums.shape[0] < n:
                 sums = np.zeros((n, self.slot_pos.shape[0], W.shape[1]), dtype=np.float32)
@@ -103,7 +103,7 @@ class WordRowCache:
                 filled[: self.filled.shape[0]] = self.filled
                 self.sums, self.filled = sums, filled
             word_sums(batch.lex_rows, self.column, self.slot, self.rows, W, book, self.sums, self.filled)
-            return self.column, self.rows, self.slot_pos, self.sums
+            return self.column, self.rows, self.slot, self.slot_pos, self.sums
 
 
 class SequencePipe(SparsePipe):
@@ -165,13 +165,13 @@ class SequencePipe(SparsePipe):
         fixed = self._fixed(docs, batch)
         inputs = token_inputs(docs, model)
         summed = self.summed_words
-        column, type_rows, slot_pos, sums = self._word_rows.for_batch(model, batch, W, book, summed)
+        column, type_rows, slot, slot_pos, sums = self._word_rows.for_batch(model, batch, W, book, summed)
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
                 batch.lex_rows, batch.lex, inputs, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
                 model.tab, W, book, self._allowed, fixed, self._hist_of, column,
-                type_rows, slot_pos, sums, self._label_bias(), margin, thr, pred, used,
+                type_rows, slot, slot_pos, sums, self._label_bias(), margin, thr, pred, used,
             )
 
         self._over_segments(batch, label)
