@@ -41,8 +41,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .sources import sources_digest
+
 KERNEL_DIR = Path(__file__).parent
-SOURCES = ("hashing.py", "rows.py", "scoring.py", "sequence.py", "parser.py")
 ENV_SWITCH = "SPACY_SPARSE_AOT"
 ENV_DIR = "SPACY_SPARSE_AOT_DIR"
 
@@ -75,9 +76,7 @@ def cpu_signature() -> str:
 def fingerprint() -> str:
     """What a build must match: the kernels' sources, the versions that
     compile them and the CPU it was built on."""
-    digest = hashlib.sha256()
-    for name in SOURCES:
-        digest.update((KERNEL_DIR / name).read_bytes())
+    digest = hashlib.sha256(sources_digest().encode("ascii"))
     versions = [metadata.version("numba"), np.__version__, sys.version, platform.machine(), cpu_signature()]
     digest.update(" ".join(versions).encode("utf8"))
     return digest.hexdigest()[:20]
