@@ -14,6 +14,7 @@ from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
 from .hashing import table_find, table_put, table_slot
 from .layout import HOT, LOOKAHEAD
+from .prefetch import prefetch_rows
 from .rows import widen_span
 
 NEG_INF = np.float32(-3.0e38)
@@ -483,6 +484,8 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
         if keys[t] != 0:  # 0: the task put the row in `ahead` already
             # any negative entry (absent, or waiting under min-update) adds nothing below
             ahead[t - t0] = find_entry(tab, tab_off, t, keys[t])
+    if not packed:  # dense rows are mostly trips to memory: start them all before adding any
+        prefetch_rows(W, ahead, t1 - t0)
     for t in range(t0, t1):
         row = ahead[t - t0]
         if packed:
