@@ -8,6 +8,8 @@ two; linear probing. All functions are numba kernels over numpy arrays.
 import numpy as np
 from numba import njit
 
+from .prefetch import prefetch_byte
+
 U1 = np.uint64(1)
 MUL1 = np.uint64(0x9E3779B97F4A7C15)
 MUL2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -70,6 +72,12 @@ def table_find(tab, off, cap, key):
             return -1
         i = (i + 1) & (cap - 1)
     return -1
+
+
+@njit(cache=True, nogil=True)
+def prefetch_home(tab, off, cap, key):
+    """Start fetching the slot where table_find's probe for key begins."""
+    prefetch_byte(tab, 2 * (off + np.int64(key & np.uint64(cap - 1))) * tab.itemsize)
 
 
 @njit(cache=True, nogil=True)

@@ -1,11 +1,11 @@
-"""Telling the processor which weight rows a token will read, before it reads them.
+"""Telling the processor which memory a decision will read, before it reads it.
 
-A tagger's rows (`configs/tagger.cfg`: 90 MB) are far larger than any cache,
-so each multi-word template's row is a trip to memory. The rows of a block
-are known once its probes are done; asking for all of them then, before the
-first is added, lets their fetches overlap (EWT dev, margin none: 1.11-1.16x
-the words/s of the tagger kernel; the parser's packed rows, mostly in cache,
-gain nothing: CHANGELOG.md). A prefetch is a hint: it changes no result.
+A tagger's rows (`configs/tagger.cfg`: 90 MB) and the hash tables in front of
+them are far larger than the caches, so each template costs trips to memory.
+A probe's loop branches on the key it loads, so probes one after the other
+barely overlap their misses; asking for every home slot of a block first,
+and for every dense row once the probes found them, lets them overlap
+(CHANGELOG.md). A prefetch is a hint: it changes no result.
 """
 from llvmlite import ir
 from numba import njit, types
@@ -16,16 +16,14 @@ LINE = 64  # bytes of a cache line
 
 
 @intrinsic
-def prefetch_line(typingctx, arr, row, offset):
-    """LLVM's prefetch (read, keep in all cache levels) of the byte
-    `offset` of row `row` of a C-ordered 2-D array."""
-    sig = types.void(arr, row, offset)
+def prefetch_byte(typingctx, arr, offset):
+    """LLVM's prefetch (read, keep in all cache levels) of the cache line
+    holding byte `offset` of a C-ordered array's data."""
+    sig = types.void(arr, offset)
 
     def codegen(context, builder, signature, args):
         ary = context.make_array(signature.args[0])(context, builder, args[0])
-        stride = builder.extract_value(ary.strides, 0)
-        base = builder.ptrtoint(ary.data, ir.IntType(64))
-        address = builder.add(builder.add(base, builder.mul(args[1], stride)), args[2])
+        address = builder.add(builder.ptrtoint(ary.data, ir.IntType(64)), args[1])
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
@@ -46,4 +44,4 @@ def prefetch_rows(W, rows, n):
         r = rows[j]
         if r >= 0:
             for off in range(0, row_bytes + LINE - 1, LINE):
-                prefetch_line(W, r, min(off, row_bytes - 1))
+                prefetch_byte(W, r * row_bytes + min(off, row_bytes - 1))

@@ -12,7 +12,7 @@ from numba.extending import overload
 
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
-from .hashing import table_find, table_put, table_slot
+from .hashing import prefetch_home, table_find, table_put, table_slot
 from .layout import HOT, LOOKAHEAD
 from .prefetch import prefetch_rows
 from .rows import widen_span
@@ -480,6 +480,10 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     early: CHANGELOG.md). A task computes the keys of a block just before
     scoring it, so templates after the stop cost nothing.
     """
+    if t1 - t0 > LOOKAHEAD:  # a decision's whole set (no margin): every first slot is asked for before any probe
+        for t in range(t0, t1):
+            if keys[t] != 0:
+                prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
     for t in range(t0, t1):
         if keys[t] != 0:  # 0: the task put the row in `ahead` already
             # any negative entry (absent, or waiting under min-update) adds nothing below
