@@ -339,6 +339,37 @@ def test_batch_segments_are_the_sentences_or_the_whole_doc():
     assert empty.seg_off.tolist() == [0] and empty.seg_new_doc.tolist() == []
 
 
+def test_doc_columns_answer_as_the_docs_do():
+    """DocColumns reads a batch with one array call per doc; what it says of
+    each doc's sentence starts is what spaCy's Doc says (has_annotation,
+    every start set), for empty docs, one-token docs, partial, complete and
+    unset starts, and a doc whose only set start is its first token."""
+    import spacy
+    from spacy.attrs import ORTH, SENT_START, TAG
+    from spacy.tokens import Doc
+
+    from spacy_sparse.pipeline.batching import DocColumns
+
+    vocab = spacy.blank("en").vocab
+    docs = [
+        Doc(vocab, words=["a", "b", "c"], sent_starts=[True, False, True]),
+        Doc(vocab, words=[]),
+        Doc(vocab, words=["d", "e"]),
+        Doc(vocab, words=["f"]),
+        Doc(vocab, words=["g", "h", "i"], sent_starts=[True, None, None]),
+        Doc(vocab, words=["j", "k"], sent_starts=[None, True]),
+        Doc(vocab, words=["l", "m"], tags=["NN", "VB"]),
+    ]
+    cols = DocColumns(docs, (TAG,))
+    assert cols.sents_set().tolist() == [d.has_annotation("SENT_START") for d in docs]
+    complete = [len(d) > 0 and bool(np.all(d.to_array(SENT_START)[1:] != 0)) for d in docs]
+    assert cols.sents_complete().tolist() == complete
+    assert cols[ORTH].tolist() == [t.orth for d in docs for t in d]
+    assert cols[TAG].tolist() == [t.tag for d in docs for t in d]
+    assert [cols.rows(i).shape[0] for i in range(len(docs))] == [len(d) for d in docs]
+    assert cols.any_per_doc(cols[ORTH] == vocab.strings["g"]).tolist() == [False] * 4 + [True, False, False]
+
+
 def test_the_codes_python_and_the_kernels_share_agree():
     """Templates compile to the codes the kernels test for (codes.py is the one place they live)."""
     import spacy

@@ -26,7 +26,7 @@ from ..kernels.layout import stop_margins
 from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
-from .batching import MAX_TRAIN_CELLS, DocBatch, SegmentPool, token_chunks
+from .batching import MAX_TRAIN_CELLS, DocBatch, DocColumns, SegmentPool, token_chunks
 from .dropout import type_counts, word_dropout
 from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
                        check_threads)
@@ -401,9 +401,10 @@ class SparsePipe(TrainablePipe):
         docs = list(docs)
         held, self._just_trained = self._just_trained, None
         annotating = held is not None and len(docs) > 0 and {id(d) for d in docs} <= {id(d) for d in held}
-        views = Views(docs)
+        views = Views(docs, self._reads(model))
         with model.guard.reading():
-            return Predictions(self._predict(views.docs, model, ANNOTATE_STALE_STEPS if annotating else 0), views)
+            return Predictions(self._predict(views.docs, model, ANNOTATE_STALE_STEPS if annotating else 0,
+                                             views.columns), views)
 
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         """Write the predictions of `predict(docs)` onto the docs; whitespace
@@ -416,9 +417,16 @@ class SparsePipe(TrainablePipe):
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         raise NotImplementedError
 
-    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
+    def _reads(self, model: SparseLinearModel) -> Tuple[int, ...]:
+        """Token attributes a prediction reads besides ORTH and SENT_START
+        (read for the whole batch at once: batching.DocColumns)."""
+        return ()
+
+    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0,
+                 columns: Optional[DocColumns] = None):
         """The predictions; the averaged weights may be up to stale_steps
-        updates old (SparseLinearModel.weights)."""
+        updates old (SparseLinearModel.weights). `columns`: the docs'
+        attributes of _reads, if the caller has them."""
         raise NotImplementedError
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:

@@ -39,6 +39,56 @@ def token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]
     return parts
 
 
+class DocColumns:
+    """Token attributes of a batch's docs as one flat table (doc i's tokens
+    are rows doc_off[i]:doc_off[i+1]), read with one Doc.to_array per doc.
+    A call costs about a microsecond whatever its width, as much as labelling
+    a short sentence: a call per attribute made a batch of one-sentence docs
+    cost more in Python than in the kernels. ORTH and SENT_START are always
+    read; `parts` gives the docs' arrays when the caller has them already."""
+
+    def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (),
+                 parts: Optional[List[np.ndarray]] = None):
+        self.attrs = tuple(dict.fromkeys((ORTH, SENT_START) + tuple(attrs)))
+        self.lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=self.doc_off[1:])
+        if parts is None:
+            parts = [doc.to_array(self.attrs) for doc in docs if len(doc)]
+        self.table = np.concatenate(parts) if parts else np.zeros((0, len(self.attrs)), dtype=np.uint64)
+
+    def __getitem__(self, attr: int) -> np.ndarray:
+        return self.table[:, self.attrs.index(attr)]
+
+    def rows(self, i: int) -> np.ndarray:
+        """Doc i's rows of the table."""
+        return self.table[self.doc_off[i]:self.doc_off[i + 1]]
+
+    def any_per_doc(self, mask: np.ndarray) -> np.ndarray:
+        """Per doc, whether `mask` (one value per token) holds for any of its tokens."""
+        out = np.zeros(self.lengths.shape[0], dtype=bool)
+        out[np.repeat(np.arange(self.lengths.shape[0]), self.lengths)[mask]] = True
+        return out
+
+    def sent_starts(self) -> np.ndarray:
+        """SENT_START per token (1 start, -1 not, 0 unset), as int64."""
+        return self[SENT_START].view(np.int64)
+
+    def _past_first(self, mask: np.ndarray) -> np.ndarray:
+        mask[self.doc_off[:-1][self.lengths > 0]] = False
+        return self.any_per_doc(mask)
+
+    def sents_set(self) -> np.ndarray:
+        """Per doc, Doc.has_annotation("SENT_START"): a value set past the
+        first token, or a doc of at most one token (a user hook aside)."""
+        return self._past_first(self.sent_starts() != 0) | (self.lengths <= 1)
+
+    def sents_complete(self) -> np.ndarray:
+        """Per doc, whether every token's sentence start is set (the first
+        token's need not be; an empty doc: no)."""
+        return (self.lengths > 0) & ~self._past_first(self.sent_starts() == 0)
+
+
 class DocBatch:
     """Tokens of several docs as flat arrays (the kernels' input).
 
@@ -47,29 +97,20 @@ class DocBatch:
     set (by a senter, a parser, the user or gold preprocessing), else the
     whole doc. Context windows and label history do not cross a segment edge.
     With `by_sents=False` every doc is one segment (the sentence segmenter,
-    which sets the boundaries, reads across them).
+    which sets the boundaries, reads across them). `columns` holds what the
+    docs give as arrays (read here unless the caller has them).
     """
 
-    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon, by_sents: bool = True):
-        lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
-        self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=self.doc_off[1:])
+    def __init__(self, docs: Sequence[Doc], lexicon: Lexicon, by_sents: bool = True,
+                 columns: Optional[DocColumns] = None):
+        self.columns = columns = DocColumns(docs) if columns is None else columns
+        self.doc_off = columns.doc_off
         self.n_tokens = int(self.doc_off[-1])
-        # one (ORTH, SENT_START) table for the batch, so sentence starts are
-        # found in one vectorized pass, not per doc
-        cols = [np.zeros((0, 2), dtype=np.uint64)]
-        for doc in docs:
-            if by_sents and doc.has_annotation("SENT_START"):
-                cols.append(doc.to_array([ORTH, SENT_START]).reshape(-1, 2))
-            elif len(doc):
-                unset = np.zeros((len(doc), 2), dtype=np.uint64)
-                unset[:, 0] = doc.to_array(ORTH)
-                cols.append(unset)
-        table = np.concatenate(cols)
         others = list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
-        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(table[:, 0]), others)
-        doc_starts = self.doc_off[:-1][lengths > 0]
-        starts = table[:, 1] == 1
+        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(columns[ORTH]), others)
+        doc_starts = self.doc_off[:-1][columns.lengths > 0]
+        # a start set past a doc's first token means the doc has its sentences
+        starts = columns.sent_starts() == 1 if by_sents else np.zeros(self.n_tokens, dtype=bool)
         starts[doc_starts] = True
         self.seg_off = np.append(np.flatnonzero(starts), self.n_tokens).astype(np.int64)
         self.seg_new_doc = np.zeros(self.seg_off.shape[0] - 1, dtype=np.uint8)

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from spacy.attrs import DEP, HEAD, POS, SENT_START, TAG
+from spacy.attrs import DEP, HEAD, POS, TAG
 from spacy.pipeline._parser_internals import nonproj
 from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
@@ -30,7 +30,7 @@ from ..model import SparseLinearModel
 from ..checks import check_number
 from ..lexicon import ambiguity_classes
 from .base import SparsePipe
-from .batching import DocBatch
+from .batching import DocBatch, DocColumns
 
 KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
 # the move columns of split actions, in kind order
@@ -231,11 +231,14 @@ class SparseParser(SparsePipe):
         return sorted(d for d in found if d and d not in known and nonproj.DELIMITER not in d)
 
     # ---- batches -----------------------------------------------------------------
-    def _state_inputs(self, docs: List[Doc], whole: Optional[np.ndarray] = None):
+    def _state_inputs(self, docs: List[Doc], whole: Optional[np.ndarray] = None,
+                      columns: Optional[DocColumns] = None):
         """Tags, POS and per-segment `single` flags of a batch; docs marked
-        in `whole` are parsed whole even if their sentences are known."""
-        batch = DocBatch(docs, self.lexicon)
-        known = np.array([_sentences_known(d) for d in docs] or [False], dtype=bool)
+        in `whole` are parsed whole even if their sentences are known (every
+        token's start set)."""
+        columns = DocColumns(docs, self._reads(None)) if columns is None else columns
+        batch = DocBatch(docs, self.lexicon, columns=columns)
+        known = np.append(columns.sents_complete(), False)
         if whole is not None and whole.any():
             known[: len(docs)] &= ~whole
             seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
@@ -244,15 +247,15 @@ class SparseParser(SparsePipe):
             batch.seg_new_doc = batch.seg_new_doc[~inner]
         seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
         single = known[seg_doc].astype(np.uint8)
-        if batch.n_tokens:
-            tags = np.concatenate([d.to_array([TAG, POS]) for d in docs if len(d)]).astype(np.uint64)
-        else:
-            tags = np.zeros((0, 2), dtype=np.uint64)
-        return batch, np.ascontiguousarray(tags[:, 0]), np.ascontiguousarray(tags[:, 1]), single
+        return batch, np.ascontiguousarray(columns[TAG]), np.ascontiguousarray(columns[POS]), single
 
     # ---- inference -----------------------------------------------------------------
-    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
-        batch, tags, poss, single = self._state_inputs(docs)
+    def _reads(self, model: Optional[SparseLinearModel]) -> Tuple[int, ...]:
+        return (TAG, POS)
+
+    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0,
+                 columns: Optional[DocColumns] = None):
+        batch, tags, poss, single = self._state_inputs(docs, columns=columns)
         heads = np.zeros(batch.n_tokens, dtype=np.int64)
         labels = np.zeros(batch.n_tokens, dtype=np.int64)
         used = np.zeros(batch.n_tokens, dtype=np.int64)
@@ -271,7 +274,13 @@ class SparseParser(SparsePipe):
 
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         heads, labels, doc_off = predictions
-        values = self._dep_values[labels]
+        # (relative head, label) of every token at once: the loop over docs only hands out their rows
+        arr = np.empty((heads.shape[0], 2), dtype=np.uint64)
+        arr[:, 0] = (heads - np.arange(heads.shape[0])).astype(np.uint64)
+        arr[:, 1] = self._dep_values[labels]
+        # lifted (pseudo-projective) labels before each token: a doc with one is deprojectivized
+        lifted_upto = np.zeros(heads.shape[0] + 1, dtype=np.int64)
+        np.cumsum(self._lifted[labels], out=lifted_upto[1:])
         for i, doc in enumerate(docs):
             start, end = int(doc_off[i]), int(doc_off[i + 1])
             if end == start:
@@ -279,11 +288,8 @@ class SparseParser(SparsePipe):
             if doc.vocab is not self.vocab:
                 for label in self._deps:  # so the doc's own vocab can read dep_
                     doc.vocab.strings.add(label)
-            arr = np.empty((end - start, 2), dtype=np.uint64)
-            arr[:, 0] = (heads[start:end] - np.arange(start, end)).astype(np.uint64)
-            arr[:, 1] = values[start:end]
-            doc.from_array([HEAD, DEP], arr)
-            if self._lifted[labels[start:end]].any():
+            doc.from_array([HEAD, DEP], arr[start:end])
+            if lifted_upto[end] > lifted_upto[start]:
                 nonproj.deprojectivize(doc)
 
     # ---- training --------------------------------------------------------------------
@@ -347,12 +353,3 @@ def gold_children(gold_head: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(parent, minlength=n), out=ptr[1:])
     return ptr, child[order].astype(np.int64)
-
-
-def _sentences_known(doc: Doc) -> bool:
-    """Whether every token's sentence start is set (then each sentence is
-    parsed as one tree)."""
-    if len(doc) == 0 or not doc.has_annotation("SENT_START"):
-        return False
-    starts = doc.to_array(SENT_START)
-    return bool(np.all(starts[1:] != 0))

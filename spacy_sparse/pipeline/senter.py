@@ -92,16 +92,14 @@ class SparseSenter(SequencePipe):
     def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
         """Sentence starts set before the segmenter ran (1: start, -1: not)
         stay as they are; only unset tokens are predicted."""
-        preset = [i for i, doc in enumerate(docs) if len(doc) and doc.has_annotation("SENT_START")]
-        if not preset:
+        cols = batch.columns
+        preset = cols.sents_set()
+        if not preset.any():
             return NO_FIXED
+        values = np.where(np.repeat(preset, cols.lengths), cols.sent_starts(), 0)
         fixed = np.full(batch.n_tokens, -1, dtype=np.int32)
-        for i in preset:
-            values = docs[i].to_array(SENT_START).view(np.int64)
-            start = batch.doc_off[i]
-            part = fixed[start: start + len(values)]
-            part[values == 1] = START
-            part[values == -1] = INSIDE
+        fixed[values == 1] = START
+        fixed[values == -1] = INSIDE
         return fixed
 
     def _set_annotations(self, docs: List[Doc], predictions) -> None:

@@ -18,7 +18,7 @@ from ..kernels.layout import UNSET, word_columns, word_slots
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS, compile_templates, parse_templates
 from .base import SparsePipe
-from .batching import DocBatch
+from .batching import DocBatch, DocColumns
 from .views import GAP_KEY, visible_examples
 
 NO_FIXED = np.zeros(0, dtype=np.int32)
@@ -30,22 +30,36 @@ FLOAT_ROWS = np.zeros(1, dtype=np.float32)  # the book of float rows: none (scor
 SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
 
 
-def token_inputs(docs: List[Doc], model: SparseLinearModel) -> np.ndarray:
+def input_attrs(model: SparseLinearModel) -> Tuple[int, ...]:
+    """The token attributes token_inputs needs: TAG if a template reads
+    `ptag` atoms, SPACY if one reads `space` atoms."""
+    src = model.atom_src
+    return tuple(attr for attr, atom in ((TAG, "ptag"), (SPACY, "space")) if np.any(src == HISTORY_ATTRS[atom]))
+
+
+def token_inputs(docs: List[Doc], model: SparseLinearModel, columns: Optional[DocColumns] = None) -> np.ndarray:
     """Per token, the tag_ hash as the docs come in (what `ptag` atoms read)
     and the whitespace that follows it (`space`: views.GAP_*, which is SPACY
     in a doc without whitespace tokens), or an empty array when no template
-    reads either."""
-    if not np.isin(model.atom_src, (HISTORY_ATTRS["ptag"], HISTORY_ATTRS["space"])).any():
+    reads either (a column no template reads is 0). `columns` holds what
+    input_attrs names when the caller read it."""
+    attrs = input_attrs(model)
+    if not attrs:
         return NO_INPUTS
-    parts = []
-    for doc in docs:
-        if len(doc):
-            part = doc.to_array([TAG, SPACY]).astype(np.uint64)
+    if columns is None:
+        columns = DocColumns(docs, attrs)
+    if not columns.table.shape[0]:
+        return NO_INPUTS
+    inputs = np.zeros((columns.table.shape[0], 2), dtype=np.uint64)
+    for j, attr in enumerate((TAG, SPACY)):
+        if attr in attrs:
+            inputs[:, j] = columns[attr]
+    if SPACY in attrs:
+        for i, doc in enumerate(docs):
             gaps = doc.user_data.get(GAP_KEY) if doc.user_data else None
             if gaps is not None:
-                part[:, 1] = gaps
-            parts.append(part)
-    return np.concatenate(parts) if parts else NO_INPUTS
+                inputs[columns.doc_off[i]:columns.doc_off[i + 1], 1] = gaps
+    return inputs
 
 
 class WordRowCache:
@@ -154,8 +168,12 @@ class SequencePipe(SparsePipe):
         predicting (empty: none; the segmenter's start_bias)."""
         return NO_BIAS
 
-    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0):
-        batch = DocBatch(docs, self.lexicon, self.by_sents)
+    def _reads(self, model: SparseLinearModel) -> Tuple[int, ...]:
+        return input_attrs(model)
+
+    def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0,
+                 columns: Optional[DocColumns] = None):
+        batch = DocBatch(docs, self.lexicon, self.by_sents, columns)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
         margin, thr = self._stop_rule(len(model.seeds))
@@ -163,7 +181,7 @@ class SequencePipe(SparsePipe):
         coded = model.coded_weights() if stale_steps == 0 else None
         W, book = coded if coded is not None else (model.weights(stale_steps=stale_steps), FLOAT_ROWS)
         fixed = self._fixed(docs, batch)
-        inputs = token_inputs(docs, model)
+        inputs = token_inputs(docs, model, columns)
         summed = self.summed_words
         column, type_rows, slot, slot_pos, sums = self._word_rows.for_batch(model, batch, W, book, summed)
 

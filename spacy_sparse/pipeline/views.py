@@ -23,6 +23,8 @@ from spacy.parts_of_speech import SPACE
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from .batching import DocColumns
+
 # the class of the whitespace after a token, as `space` atoms read it; a doc
 # without whitespace tokens gives SPACY itself (GAP_NONE or GAP_SPACES)
 GAP_NONE, GAP_SPACES, GAP_LINE, GAP_BLANK_LINE = 0, 1, 2, 3
@@ -76,21 +78,33 @@ def _view(doc: Doc, keep: np.ndarray) -> Doc:
 
 
 class Views:
-    """The docs as the models read them, and how to write their annotation back."""
+    """The docs as the models read them, how to write their annotation
+    back, and `columns`: the views' attributes in `attrs` (and ORTH,
+    SENT_START) as batching.DocColumns, read with one array call per doc."""
 
-    def __init__(self, docs: Sequence[Doc]):
-        self.docs: List[Doc] = []
+    def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = ()):
+        columns = DocColumns(docs, (IS_SPACE,) + tuple(attrs))
+        space = columns[IS_SPACE] != 0
+        spaced = columns.any_per_doc(space)
+        self.docs: List[Doc] = list(docs)
         # per doc: the positions of its words (None: the doc is its own view)
-        self.keep: List[Optional[np.ndarray]] = []
-        for doc in docs:
-            space = doc.to_array(IS_SPACE).astype(bool) if len(doc) else None
-            if space is None or not space.any():
-                self.docs.append(doc)
-                self.keep.append(None)
+        self.keep: List[Optional[np.ndarray]] = [None] * len(self.docs)
+        self.columns = columns
+        if not spaced.any():
+            return
+        parts = []
+        for i in range(len(self.docs)):
+            if not spaced[i]:
+                if columns.lengths[i]:
+                    parts.append(columns.rows(i))
                 continue
-            keep = np.flatnonzero(~space)
-            self.keep.append(keep)
-            self.docs.append(_view(doc, keep) if len(keep) else Doc(doc.vocab))
+            doc = self.docs[i]
+            keep = np.flatnonzero(~space[columns.doc_off[i]:columns.doc_off[i + 1]])
+            self.keep[i] = keep
+            self.docs[i] = view = _view(doc, keep) if len(keep) else Doc(doc.vocab)
+            if len(keep):
+                parts.append(view.to_array(columns.attrs).reshape(len(view), -1))
+        self.columns = DocColumns(self.docs, columns.attrs, parts)
 
     @property
     def trivial(self) -> bool:
