@@ -4,7 +4,8 @@ A tagger's rows (`configs/tagger.cfg`: 90 MB) and the hash tables in front of
 them are far larger than the caches, so each template costs trips to memory.
 A probe's loop branches on the key it loads, so probes one after the other
 barely overlap their misses; asking for every home slot of a block first,
-and for every dense row once the probes found them, lets them overlap
+and for every dense row once the probes found them, lets them overlap;
+a tagger asks for the next token's summed vectors while it labels one
 (CHANGELOG.md). A prefetch is a hint: it changes no result.
 """
 from llvmlite import ir
@@ -45,3 +46,12 @@ def prefetch_rows(W, rows, n):
         if r >= 0:
             for off in range(0, row_bytes + LINE - 1, LINE):
                 prefetch_byte(W, r * row_bytes + min(off, row_bytes - 1))
+
+
+@njit(cache=True, nogil=True)
+def prefetch_sum(sums, w, k):
+    """Ask for every cache line of the summed vector sums[w, k]."""
+    vec_bytes = sums.shape[2] * sums.itemsize
+    base = (w * sums.shape[1] + k) * vec_bytes
+    for off in range(0, vec_bytes + LINE - 1, LINE):
+        prefetch_byte(sums, base + min(off, vec_bytes - 1))

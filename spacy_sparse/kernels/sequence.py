@@ -21,6 +21,7 @@ from numba import njit
 from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .layout import UNSET
+from .prefetch import prefetch_sum
 from .scoring import (LOOKAHEAD, add_dense, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
                       prefix_train_step, score_block, score_counted)
 
@@ -178,6 +179,12 @@ def valid_labels(allowed, pred, fixed, i, start, end):
     return allowed[1 if closing else 0, prev]
 
 
+# With sums, the vectors of the token this many places on are asked for while a token is labelled: with a
+# margin most tokens stop on their sums, whose five vectors (one per offset, each of another word type) are
+# then the trips to memory a token waits on (CHANGELOG.md).
+AHEAD = 1
+
+
 @njit(cache=True, nogil=True)
 def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                      tab_off, tab, W, book, allowed, fixed, hist_of, column, type_rows, slot, slot_pos, sums,
@@ -249,6 +256,10 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
             passed = 0
             n = 0
             if summed:
+                for k in range(slot_pos.shape[0]):  # the vectors of the token AHEAD on, while this one is labelled
+                    p = i + AHEAD + slot_pos[k]
+                    if start <= p < end and lex_rows[p] < sums.shape[0]:
+                        prefetch_sum(sums, lex_rows[p], k)
                 covered = True  # every offset's word is inside the segment
                 for k in range(slot_pos.shape[0]):
                     p = i + slot_pos[k]
