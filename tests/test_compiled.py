@@ -107,6 +107,28 @@ def test_arguments_are_checked_before_a_compiled_kernel_runs():
     assert not check((good, 5, True, None))
 
 
+def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
+    """A model's arrays come back at every call: the same objects as in the
+    last call that passed skip their checks; any other object is checked."""
+    seen = []
+    real = compiled._value_check
+
+    def counting(spec):
+        inner = real(spec)
+        return lambda value: seen.append(id(value)) or inner(value)
+
+    monkeypatch.setattr(compiled, "_value_check", counting)
+    check = compiled.arguments_check([{"array": "int64", "ndim": 1, "readonly": False}, "int64"])
+    model, batch = np.zeros(3, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    assert check((model, 5)) and len(seen) == 2
+    seen.clear()
+    assert check((model, 7)) and seen == [id(7)]  # the model array: not checked again
+    seen.clear()
+    assert check((batch, 7)) and seen == [id(batch)]
+    assert not check((batch.astype(np.int32), 7))  # another object is checked, and fails
+    assert check((batch, 7))  # a failed call leaves what passed before
+
+
 def test_prefer_falls_back_to_the_jit_for_other_arguments(monkeypatch):
     calls = []
     spec = [{"array": "int64", "ndim": 1, "readonly": False}]

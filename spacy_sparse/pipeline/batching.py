@@ -50,12 +50,15 @@ class DocColumns:
     def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (),
                  parts: Optional[List[np.ndarray]] = None):
         self.attrs = tuple(dict.fromkeys((ORTH, SENT_START) + tuple(attrs)))
-        self.lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        self.lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
         self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=self.doc_off[1:])
         if parts is None:
             parts = [doc.to_array(self.attrs) for doc in docs if len(doc)]
-        self.table = np.concatenate(parts) if parts else np.zeros((0, len(self.attrs)), dtype=np.uint64)
+        if len(parts) == 1:  # nlp(text): no copy
+            self.table = parts[0]
+        else:
+            self.table = np.concatenate(parts) if parts else np.zeros((0, len(self.attrs)), dtype=np.uint64)
 
     def __getitem__(self, attr: int) -> np.ndarray:
         return self.table[:, self.attrs.index(attr)]
@@ -66,6 +69,8 @@ class DocColumns:
 
     def any_per_doc(self, mask: np.ndarray) -> np.ndarray:
         """Per doc, whether `mask` (one value per token) holds for any of its tokens."""
+        if self.lengths.shape[0] == 1:
+            return np.array([bool(mask.any())])
         out = np.zeros(self.lengths.shape[0], dtype=bool)
         out[np.repeat(np.arange(self.lengths.shape[0]), self.lengths)[mask]] = True
         return out

@@ -6,6 +6,7 @@ token (`_gold`), labels fixed in advance (`_fixed`), and how predictions are
 written onto docs (`set_annotations`).
 """
 import threading
+import weakref
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -30,11 +31,21 @@ FLOAT_ROWS = np.zeros(1, dtype=np.float32)  # the book of float rows: none (scor
 SUMS_BYTES = 32 << 20  # summed vectors for the first types a cache meets (in a stream, the common ones)
 
 
+# input_attrs per templates' atom sources (a model's atom_src array changes only with its templates)
+_INPUT_ATTRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def input_attrs(model: SparseLinearModel) -> Tuple[int, ...]:
     """The token attributes token_inputs needs: TAG if a template reads
-    `ptag` atoms, SPACY if one reads `space` atoms."""
+    `ptag` atoms, SPACY if one reads `space` atoms (asked twice per batch,
+    so remembered per model: a batch of one short doc is mostly such costs)."""
     src = model.atom_src
-    return tuple(attr for attr, atom in ((TAG, "ptag"), (SPACY, "space")) if np.any(src == HISTORY_ATTRS[atom]))
+    known = _INPUT_ATTRS.get(model)
+    if known is not None and known[0] is src:
+        return known[1]
+    attrs = tuple(attr for attr, atom in ((TAG, "ptag"), (SPACY, "space")) if np.any(src == HISTORY_ATTRS[atom]))
+    _INPUT_ATTRS[model] = (src, attrs)
+    return attrs
 
 
 def token_inputs(docs: List[Doc], model: SparseLinearModel, columns: Optional[DocColumns] = None) -> np.ndarray:
