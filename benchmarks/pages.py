@@ -185,6 +185,14 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
             text += f" Compared: `{c[0]['model']}` ({mb(c[0].get('pipeline_bytes'))}), " \
                     f"{metric} {100 * acc:.2f}, " if acc is not None else f" Compared: `{c[0]['model']}`, "
         text += f"{span([x['words_per_second'] for x in c])} words/s."
+    calls = [run["calls"] for run in found if run.get("calls")]
+    if calls:
+        text += f" One `nlp(text)` call per sentence ({calls[0]['texts']:,} texts, the tokenizer timed too), " \
+                f"the pipeline as it loads: {span([x['words_per_second'] for x in calls])} words/s"
+        if all("ratio_vs_compare" in x for x in calls):
+            text += f", {span([x['ratio_vs_compare'] for x in calls], '{:.1f}', '×')} the compared pipeline " \
+                    f"called the same way ({span([x['compare_words_per_second'] for x in calls])} words/s)"
+        text += "."
     return text
 
 

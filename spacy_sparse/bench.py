@@ -168,6 +168,26 @@ def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:
     return n_words / best if best > 0 else float("inf")
 
 
+def sentence_texts(references: Sequence[Doc]) -> List[str]:
+    """The text of every sentence of the references (of every doc, where
+    one has no sentence boundaries)."""
+    return [s.text for r in references for s in (r.sents if r.has_annotation("SENT_START") else [r[:]])]
+
+
+def time_calls(nlp: Language, texts: Sequence[str], repeat: int) -> float:
+    """Best-of-`repeat` words per second of one `nlp(text)` call per text,
+    the tokenizer included: the loop most users write, where what a call
+    costs around the models counts as much as the models."""
+    n_words = sum(len(nlp.make_doc(t)) for t in texts)
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        for t in texts:
+            nlp(t)
+        best = min(best, time.perf_counter() - start)
+    return n_words / best if best > 0 else float("inf")
+
+
 def accuracy(pipe: SparsePipe, docs: List[Doc], references: List[Doc]) -> Tuple[str, float]:
     scores = pipe.score([Example(d, r) for d, r in zip(docs, references)])
     for key in ACCURACY_KEYS:
@@ -235,10 +255,12 @@ def run_bench(
     tags: bool = False,
     decays: Optional[Sequence[float]] = None,
     text: str = "raw",
+    calls: bool = False,
 ) -> Dict[str, Any]:
     """Rows of (margin, margin_decay): every margin at every decay (the
     component's own decay when `decays` is None); margin None, which no
-    decay changes, once."""
+    decay changes, once. With `calls`, also the pipeline as it loads (and
+    `compare`) called once per sentence text (time_calls)."""
     nlp = load_pipeline(model)
     found = sparse_components(nlp)
     if not found:
@@ -302,6 +324,10 @@ def run_bench(
                               "other_margins": {n: p.margin for n, p in sparse_components(nlp) if p is not pipe},
                               "pipeline_bytes": directory_bytes(model),
                               "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
+    texts = sentence_texts(references) if calls else []
+    if calls:
+        time_calls(nlp, texts[:50], 1)
+        result["calls"] = {"texts": len(texts), "words_per_second": time_calls(nlp, texts, repeat)}
     if compare:
         other = comparison_pipeline(compare, nlp.lang)
         other_docs = input_docs(other, references, text, sents, tags)
@@ -317,6 +343,11 @@ def run_bench(
                              "accuracy": scores.get(metric)}
         for r in rows:
             r["ratio_vs_compare"] = r["words_per_second"] / other_wps
+        if calls:
+            time_calls(other, texts[:20], 1)
+            other_calls = time_calls(other, texts, repeat)
+            result["calls"]["compare_words_per_second"] = other_calls
+            result["calls"]["ratio_vs_compare"] = result["calls"]["words_per_second"] / other_calls
     return result
 
 

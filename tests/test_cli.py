@@ -31,7 +31,7 @@ def test_spacy_train_cli_produces_a_loadable_model(trained_dir):
 def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
     out, plot = tmp_path / "bench.json", tmp_path / "bench.png"
     run("spacy_sparse", "bench", str(trained_dir), str(corpus / "dev.spacy"), "--margins", "none,300,50",
-        "--repeat", "1", "--json", str(out), "--compare", str(trained_dir), "--plot", str(plot))
+        "--repeat", "1", "--json", str(out), "--compare", str(trained_dir), "--plot", str(plot), "--calls")
     result = json.loads(out.read_text())
     assert result["text"] == "raw" and not result["gold_sentences"]
     meta = result["meta"]
@@ -54,6 +54,11 @@ def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
     assert rows[0]["templates_per_token"] == len(spacy.load(trained_dir).get_pipe("sparse_tagger").sparse.templates) == 53
     assert rows[2]["templates_per_token"] < rows[0]["templates_per_token"]
     assert "ratio_vs_compare" in rows[0]
+    # --calls: one nlp(text) per sentence of the data, the pipeline and the compared one alike
+    calls = result["calls"]
+    assert calls["texts"] == sum(len(list(r.sents)) for r in refs)
+    assert calls["words_per_second"] > 0 and calls["compare_words_per_second"] > 0
+    assert calls["ratio_vs_compare"] == pytest.approx(calls["words_per_second"] / calls["compare_words_per_second"])
 
 
 def test_bench_compares_with_the_rule_sentencizer(trained_dir, corpus):

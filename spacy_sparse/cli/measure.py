@@ -37,13 +37,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     gold = args.gold_tokens or args.gold_sents or args.gold_tags
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
                        compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
-                       decays=decays, text="gold" if gold else "lines" if args.lines else "raw")
+                       decays=decays, text="gold" if gold else "lines" if args.lines else "raw",
+                       calls=args.calls)
     result = {"meta": provenance(), **result}
     inputs = "gold tokens" + (", gold sentences" if result["gold_sentences"] else "") if gold else \
         "raw text" + (" in lines" if args.lines else "") + " (spaCy's tokenizer, no sentence boundaries)"
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
+    calls = result.get("calls")
+    if calls:
+        line = f"one nlp(text) per sentence ({calls['texts']:,} texts), as it loads: {calls['words_per_second']:,.0f} words/s"
+        if "ratio_vs_compare" in calls:
+            line += f", {calls['ratio_vs_compare']:.1f}x {result['compare']['model']} ({calls['compare_words_per_second']:,.0f})"
+        msg.text(line)
     write_result(args.json, result)
     if args.plot:
         from ..plots import plot_bench
@@ -195,6 +202,9 @@ def register(sub) -> None:
                    help="gold tokens and the gold sentence boundaries (implies --gold-tokens)")
     p.add_argument("--gold-tags", action="store_true",
                    help="gold tokens with the data's tag_ (for models that read it, e.g. the chunker's ptag)")
+    p.add_argument("--calls", action="store_true",
+                   help="also time one nlp(text) call per sentence of the data (the pipeline as it loads, and "
+                        "--compare), tokenizer included")
     p.add_argument("--json", help="write the result (rows, compare, command, commit, date, machine) as JSON here")
     p.add_argument("--plot", help="draw accuracy and words/s against the margin to this PNG (extra: plots)")
     p.set_defaults(func=cmd_bench)
