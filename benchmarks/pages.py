@@ -322,6 +322,7 @@ def headline() -> Optional[str]:
     meta: Dict[str, Any] = {}
     cnns: Dict[str, Dict[str, Any]] = {}
     commits: Dict[str, None] = {}  # the rows' commits, in row order
+    per_call: List[str] = []  # one nlp(text) per sentence, where a run timed it (bench --calls)
     for stem, name in (("full_raw", "embedded full pipeline (`load_default()`)"),
                        ("pipeline_raw", "`configs/tagger_parser.cfg`"),
                        ("default_raw", "embedded tagger (`load_default(\"tagger\")`)"),
@@ -360,6 +361,10 @@ def headline() -> Optional[str]:
             own = first["rows"][_row_index(first, None)]
             cnns[c["model"]] = dict(c, words=span([r["compare"]["words_per_second"] for r in found]),
                                     scores=c.get("scores") or {own["metric"]: c.get("accuracy")})
+        calls = [r["calls"] for r in found if r.get("calls")]
+        if calls and all("ratio_vs_compare" in x for x in calls):
+            per_call.append(f"{name} {span([x['words_per_second'] for x in calls])} words/s, "
+                            f"{span([x['ratio_vs_compare'] for x in calls], '{:.1f}', '×')}")
         meta = meta or first.get("meta", {})
         commits.setdefault(first.get("meta", {}).get("commit", "?"), None)
     if not rows:
@@ -378,6 +383,10 @@ def headline() -> Optional[str]:
                  f"{meta.get('date', '?')}, commit{'s' if len(commits) > 1 else ''} "
                  f"{', '.join(f'`{c}`' for c in commits)}; words/s is the range over the runs; commands, dates "
                  "and the other margins: [docs/benchmarks.md](docs/benchmarks.md).")
+    if per_call:
+        table.append("")
+        table.append("Called once per sentence instead (`nlp(text)` in a loop, the tokenizer timed too), as each "
+                     "loads, against its CNN called the same way: " + "; ".join(per_call) + ".")
     return "\n".join(table)
 
 
