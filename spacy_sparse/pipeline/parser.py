@@ -32,6 +32,8 @@ from ..lexicon import ambiguity_classes
 from .base import SparsePipe
 from .batching import DocBatch, DocColumns
 
+# what the parser reads of each doc besides ORTH and SENT_START (batching.DocColumns)
+PARSER_READS = (TAG, POS)
 KIND_PREFIX = {"SHIFT": SHIFT, "LEFT": LEFT, "RIGHT": RIGHT, "ROOT": ROOT}
 # the move columns of split actions, in kind order
 MOVES = ["MOVE-SHIFT", "MOVE-LEFT", "MOVE-RIGHT", "MOVE-ROOT"]
@@ -236,7 +238,7 @@ class SparseParser(SparsePipe):
         """Tags, POS and per-segment `single` flags of a batch; docs marked
         in `whole` are parsed whole even if their sentences are known (every
         token's start set)."""
-        columns = DocColumns(docs, self._reads(None)) if columns is None else columns
+        columns = DocColumns(docs, PARSER_READS) if columns is None else columns
         batch = DocBatch(docs, self.lexicon, columns=columns)
         known = np.append(columns.sents_complete(), False)
         if whole is not None and whole.any():
@@ -250,8 +252,8 @@ class SparseParser(SparsePipe):
         return batch, np.ascontiguousarray(columns[TAG]), np.ascontiguousarray(columns[POS]), single
 
     # ---- inference -----------------------------------------------------------------
-    def _reads(self, model: Optional[SparseLinearModel]) -> Tuple[int, ...]:
-        return (TAG, POS)
+    def _reads(self, model: SparseLinearModel) -> Tuple[int, ...]:
+        return PARSER_READS
 
     def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0,
                  columns: Optional[DocColumns] = None):

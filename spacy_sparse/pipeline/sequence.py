@@ -48,18 +48,14 @@ def input_attrs(model: SparseLinearModel) -> Tuple[int, ...]:
     return attrs
 
 
-def token_inputs(docs: List[Doc], model: SparseLinearModel, columns: Optional[DocColumns] = None) -> np.ndarray:
+def token_inputs(docs: List[Doc], model: SparseLinearModel, columns: DocColumns) -> np.ndarray:
     """Per token, the tag_ hash as the docs come in (what `ptag` atoms read)
     and the whitespace that follows it (`space`: views.GAP_*, which is SPACY
     in a doc without whitespace tokens), or an empty array when no template
-    reads either (a column no template reads is 0). `columns` holds what
-    input_attrs names when the caller read it."""
+    reads either (a column no template reads is 0), from the docs'
+    `columns`, which hold what input_attrs names."""
     attrs = input_attrs(model)
-    if not attrs:
-        return NO_INPUTS
-    if columns is None:
-        columns = DocColumns(docs, attrs)
-    if not columns.table.shape[0]:
+    if not attrs or not columns.table.shape[0]:
         return NO_INPUTS
     inputs = np.zeros((columns.table.shape[0], 2), dtype=np.uint64)
     for j, attr in enumerate((TAG, SPACY)):
@@ -184,6 +180,7 @@ class SequencePipe(SparsePipe):
 
     def _predict(self, docs: List[Doc], model: SparseLinearModel, stale_steps: int = 0,
                  columns: Optional[DocColumns] = None):
+        columns = DocColumns(docs, self._reads(model)) if columns is None else columns
         batch = DocBatch(docs, self.lexicon, self.by_sents, columns)
         pred = np.zeros(batch.n_tokens, dtype=np.int32)
         used = np.zeros(batch.n_tokens, dtype=np.int32)
@@ -209,7 +206,8 @@ class SequencePipe(SparsePipe):
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
         examples_docs = [eg.predicted for eg in examples]
-        batch = DocBatch(examples_docs, self.lexicon, self.by_sents)
+        columns = DocColumns(examples_docs, self._reads(model))  # one array call per doc for all the batch reads
+        batch = DocBatch(examples_docs, self.lexicon, self.by_sents, columns)
         gold = self._gold(examples, batch.n_tokens)
         neg_when = self._add_negatives(examples, gold)
         model.reserve(batch.n_tokens, adagrad=self.adagrad)
@@ -218,7 +216,7 @@ class SequencePipe(SparsePipe):
         from ..kernels.sequence import train_sequence  # training/saving only: loading needs no numba import (kernels/layout.py)
 
         return train_sequence(
-            lex_rows, lex, token_inputs(examples_docs, model), batch.seg_off, batch.seg_new_doc, gold,
+            lex_rows, lex, token_inputs(examples_docs, model, columns), batch.seg_off, batch.seg_new_doc, gold,
             neg_when,
             model.template_arrays, model.tables(), model.learner_state(),
             model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
@@ -238,10 +236,11 @@ class SequencePipe(SparsePipe):
         for i in range(0, len(examples), 256):
             part = examples[i:i + 256]
             docs = [eg.predicted for eg in part]
-            batch = DocBatch(docs, self.lexicon, self.by_sents)
+            columns = DocColumns(docs, self._reads(model))
+            batch = DocBatch(docs, self.lexicon, self.by_sents, columns)
             gold = self._gold(part, batch.n_tokens)
             keys = np.zeros((batch.n_tokens, len(model.templates)), dtype=np.uint64)
-            gold_keys(batch.lex_rows, batch.lex, token_inputs(docs, model), batch.seg_off, batch.seg_new_doc,
+            gold_keys(batch.lex_rows, batch.lex, token_inputs(docs, model, columns), batch.seg_off, batch.seg_new_doc,
                       gold, model.template_arrays, self._hist_of, keys)
             all_keys.append(keys)
             all_gold.append(gold)
