@@ -15,7 +15,7 @@ from conftest import EWT
 SHIPPED_TEST_ACCURACY = 0.9441
 # The full pipeline on the first 60 docs of EWT test as raw text, when it was shipped (docs/benchmarks.md has
 # the whole split): tags, LAS, sentence F.
-SHIPPED_FULL = {"tag_acc": 0.9592, "pos_acc": 0.9608, "dep_las": 0.7981, "sents_f": 0.8284}
+SHIPPED_FULL = {"tag_acc": 0.9598, "pos_acc": 0.9600, "dep_las": 0.7977, "sents_f": 0.8226}
 
 
 def test_full_pipeline_parses_raw_text_as_when_shipped():
