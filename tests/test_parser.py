@@ -10,6 +10,7 @@ from spacy.training import Example
 from spacy_sparse.codes import AT_ROOT
 from spacy_sparse.kernels.parser import oracle_parse
 from spacy_sparse.model import SparseLinearModel, compress_rows
+from spacy_sparse.pipeline.batching import DocBatch
 from spacy_sparse.pipeline.parser import gold_children
 
 from spacy_sparse.readers import bare_copy
@@ -200,6 +201,27 @@ def test_lifted_labels_are_lowered_in_the_output(trained, ewt_refs):
         nlp.update(train)
     docs = list(parser.pipe([plain(nlp, r) for r in refs]))
     assert not any(nonproj.DELIMITER in t.dep_ for d in docs for t in d)
+
+
+def test_recipe_setting_learns_lifted_arcs_with_plain_labels(trained, ewt_refs):
+    """min_lifted above every count (the EWT recipes): the action set has no
+    lifted label, two actions per plain label, and a gold arc that was lifted
+    is learned with its plain label, so it still counts as known."""
+    nlp = spacy.blank("en", vocab=trained[0].vocab)
+    parser = nlp.add_pipe("sparse_parser", config={"min_lifted": 1_000_000})
+    refs = ewt_refs["train"][:100]
+    train = [Example(plain(nlp, r), r) for r in refs]
+    parser.initialize(lambda: train, nlp=nlp)
+    assert parser.labels and not any(nonproj.DELIMITER in lab for lab in parser.labels)
+    assert parser.sparse.n_labels == 2 * len(parser.labels)
+    lifted = [(k, i) for k, eg in enumerate(train)
+              for i, d in enumerate(eg.get_aligned_parse(projectivize=True)[1]) if d and nonproj.DELIMITER in d]
+    assert lifted, "the slice has no non-projective arc to check"
+    batch = DocBatch([eg.predicted for eg in train], parser.lexicon)
+    _, lab = parser._gold(train, batch)
+    assert all(lab[batch.doc_off[k] + i] >= 0 for k, i in lifted)
+    nlp.update(train)
+    check_trees(list(parser.pipe([plain(nlp, r) for r in refs[:20]])))
 
 
 def test_training_is_deterministic(ewt_refs):
