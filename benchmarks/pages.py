@@ -248,6 +248,8 @@ def page() -> str:
         parts += ["", provenance(cold), ""]
     for stem, text in (("tag_speed", "EWT train, one doc per line, repeated: each process meets every word type "
                                       "of it in its first pass"),
+                       ("tag_speed_3m", "EWT train, one doc per line, repeated to three times as many words: the "
+                                        "start-up and each process's first meeting with the word types weigh less"),
                        ("tag_speed_mixed", "every split of EWT, CoNLL-2003 and the CoNLL-2000 WSJ sections, one doc "
                                            "per line, each once")):
         speed = runs(stem)
