@@ -1,6 +1,5 @@
 """Word clusters (clusters.py): the shipped table, Liang's format, the clu*
 atoms, and taggers that read them, trained on EWT slices."""
-import numpy as np
 import pytest
 import spacy
 

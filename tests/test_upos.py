@@ -1,5 +1,4 @@
 """sparse_upos: UPOS from tag, label and word, by tables counted on EWT."""
-import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc

@@ -1,6 +1,5 @@
 """Whitespace tokens (a line break, a second space) as spaCy's own components treat them, and raw text laid out
 in lines (pipeline/views.py, readers.in_lines)."""
-import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc, DocBin

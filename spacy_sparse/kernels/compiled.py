@@ -52,7 +52,7 @@ ENTRY_KERNELS: Dict[str, str] = {
     "fill_tables": "hashing", "find_many": "hashing",
     "expand_rows": "rows", "scatter_rows": "rows", "span_tables": "rows", "narrow_table": "rows", "hot_rows": "rows",
     "word_rows": "sequence", "word_sums": "sequence", "predict_sequence": "sequence",
-    "predict_parse": "parser",
+    "predict_parse": "parser", "upos_lookup": "upos",
 }
 
 Check = Callable[[Sequence[Any]], bool]
@@ -249,6 +249,7 @@ word_rows = prefer("word_rows")
 word_sums = prefer("word_sums")
 predict_sequence = prefer("predict_sequence")
 predict_parse = prefer("predict_parse")
+upos_lookup = prefer("upos_lookup")
 
 
 # ---- building -------------------------------------------------------------

@@ -92,3 +92,10 @@ def word_slots(column: np.ndarray, atom_off: np.ndarray, atom_pos: np.ndarray) -
     slot_pos = np.unique(pos[column >= 0]).astype(np.int64)
     slot = np.where(column >= 0, np.searchsorted(slot_pos, pos), -1).astype(np.int32)
     return slot, slot_pos
+
+
+# sparse_upos (pipeline/upos.py, kernels/upos.py): the key of a (tag, label) is tag * UPOS_MUL + label and of a
+# (tag, label, word) that times UPOS_MUL plus the word's LOWER, in wrapping uint64 arithmetic, and the kernel
+# reads these columns of Doc.to_array([TAG, DEP, LOWER, POS, IS_SPACE]).
+UPOS_MUL = np.uint64(0x9E3779B97F4A7C15)
+UPOS_TAG, UPOS_DEP, UPOS_LOWER, UPOS_BEFORE, UPOS_SPACE = 0, 1, 2, 3, 4

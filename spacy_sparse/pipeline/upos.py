@@ -5,7 +5,7 @@ the word: VBZ is AUX as `cop` or `aux` and VERB elsewhere, IN is SCONJ as `mark`
 for `not`. Counted on EWT train, the most frequent UPOS of each (tag, label, lowercase word) seen 3 times or
 more, else of each (tag, label), else of the tag, gives EWT dev's gold UPOS from its gold tags and labels 99.6 %
 of the time (CHANGELOG.md). So `sparse_upos` learns those three tables by counting at `initialize` (no weights,
-no training steps) and looks every token up in them with numpy, a batch at a time. spaCy's `attribute_ruler`
+no training steps) and looks every token up in them in one kernel call per batch (kernels/upos.py). spaCy's `attribute_ruler`
 could hold the same rules as patterns, but it checked 152 of them at about 95k tokens/s, slower than the
 pipeline it would end.
 """
@@ -23,9 +23,11 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from ..kernels.compiled import upos_lookup
+from ..kernels.layout import UPOS_MUL
+
 FORMAT = "spacy-sparse-upos"
 VERSION = 1
-MUL = np.uint64(0x9E3779B97F4A7C15)
 # a word's own row needs this many training tokens; rarer words take their (tag, label)'s
 MIN_WORD_COUNT = 3
 # bounds on what a file may hold (a hostile file costs bounded time and memory)
@@ -33,9 +35,9 @@ MAX_ROWS = 1_000_000
 
 
 def _keys(tag: np.ndarray, dep: np.ndarray, lower: Optional[np.ndarray] = None) -> np.ndarray:
-    """One uint64 key per (tag, label[, word]) of string ids (wrapping arithmetic)."""
-    key = tag * MUL + dep
-    return key if lower is None else key * MUL + lower
+    """One uint64 key per (tag, label[, word]) of string ids (wrapping arithmetic, as kernels/upos.py)."""
+    key = tag * UPOS_MUL + dep
+    return key if lower is None else key * UPOS_MUL + lower
 
 
 class UposTable:
@@ -64,25 +66,14 @@ class UposTable:
 
         self.levels = [table(level) for level in range(3)]
 
-    @staticmethod
-    def _find(keys: np.ndarray, table: Tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """The value of each key in the table, 0 where it is absent."""
-        known, values = table
-        if known.size == 0:
-            return np.zeros(keys.shape[0], dtype=np.uint64)
-        at = np.searchsorted(known, keys).clip(0, known.size - 1)
-        return np.where(known[at] == keys, values[at], np.uint64(0))
-
     def lookup(self, columns: np.ndarray) -> np.ndarray:
-        """UPOS symbols for rows of (TAG, DEP, LOWER, POS) from Doc.to_array: the word's row, else the (tag, label)'s,
-        else the tag's; the POS a token has already where it has no tag or a tag the tables never saw."""
-        tag, dep, lower, before = columns[:, 0], columns[:, 1], columns[:, 2], columns[:, 3]
-        out = self._find(tag, self.levels[0])
-        by_dep = self._find(_keys(tag, dep), self.levels[1])
-        out = np.where(by_dep != 0, by_dep, out)
-        by_word = self._find(_keys(tag, dep, lower), self.levels[2])
-        out = np.where(by_word != 0, by_word, out)
-        return np.where((tag == 0) | (out == 0), before, out)
+        """UPOS symbols for rows of Doc.to_array([TAG, DEP, LOWER, POS, IS_SPACE]): the word's row, else the
+        (tag, label)'s, else the tag's; the POS a token has already where it has no tag or a tag the tables never
+        saw; SPACE for whitespace tokens, as spaCy's pipelines mark them (views.py)."""
+        (k0, v0), (k1, v1), (k2, v2) = self.levels
+        out = np.empty(columns.shape[0], dtype=np.uint64)
+        upos_lookup(np.ascontiguousarray(columns, dtype=np.uint64), k0, v0, k1, v1, k2, v2, np.uint64(SPACE), out)
+        return out
 
     @classmethod
     def count(cls, examples: Iterable[Example], min_word_count: int = MIN_WORD_COUNT) -> "UposTable":
@@ -173,9 +164,8 @@ class SparseUpos(Pipe):
         docs = [doc for doc in docs if len(doc)]
         if not docs:
             return
-        columns = np.concatenate([doc.to_array([TAG, DEP, LOWER, POS, IS_SPACE]).reshape(-1, 5) for doc in docs])
-        pos = self.table.lookup(np.ascontiguousarray(columns[:, :4]))
-        pos[columns[:, 4] != 0] = SPACE  # whitespace tokens, as spaCy's pipelines mark them (views.py)
+        parts = [doc.to_array([TAG, DEP, LOWER, POS, IS_SPACE]).reshape(-1, 5) for doc in docs]
+        pos = self.table.lookup(parts[0] if len(parts) == 1 else np.concatenate(parts))
         start = 0
         for doc in docs:
             own = pos[start:start + len(doc)]
