@@ -1,4 +1,5 @@
 """sparse_upos: UPOS from tag, label and word, by tables counted on EWT."""
+import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc
@@ -51,6 +52,8 @@ def test_tokens_it_cannot_map_keep_their_pos(ewt_refs):
     assert [t.pos_ for t in upos(doc)] == ["X", "SYM", "NOUN"]
     assert len(upos(Doc(nlp.vocab, words=[]))) == 0
     assert [t.pos_ for t in upos(Doc(nlp.vocab, words=["x"], tags=["NN"]))] == ["NOUN"]  # no parse: the tag's
+    with pytest.raises(ValueError, match="TAG, DEP, LOWER, POS, IS_SPACE"):
+        upos.table.lookup(np.zeros((3, 4), dtype=np.uint64))  # the kernel would read past each row
 
 
 def test_round_trip_and_bad_files(ewt_refs, tmp_path):

@@ -70,6 +70,8 @@ class UposTable:
         """UPOS symbols for rows of Doc.to_array([TAG, DEP, LOWER, POS, IS_SPACE]): the word's row, else the
         (tag, label)'s, else the tag's; the POS a token has already where it has no tag or a tag the tables never
         saw; SPACE for whitespace tokens, as spaCy's pipelines mark them (views.py)."""
+        if columns.ndim != 2 or columns.shape[1] != 5:  # the kernel reads five columns and checks no bounds
+            raise ValueError(f"UPOS lookup takes rows of TAG, DEP, LOWER, POS, IS_SPACE; got shape {columns.shape}")
         (k0, v0), (k1, v1), (k2, v2) = self.levels
         out = np.empty(columns.shape[0], dtype=np.uint64)
         upos_lookup(np.ascontiguousarray(columns, dtype=np.uint64), k0, v0, k1, v1, k2, v2, np.uint64(SPACE), out)
