@@ -420,3 +420,42 @@ def test_relayout_keeps_every_key_whether_its_table_grows_or_not():
         assert table_find(new, new_off[t], new_caps[t], k) == v
     for t in (0, 2):
         assert np.array_equal(new[2 * new_off[t]:2 * new_off[t + 1]], old[2 * old_off[t]:2 * old_off[t + 1]])
+
+
+def _holds_array(numba_type) -> bool:
+    from numba.core import types
+
+    if isinstance(numba_type, types.Array):
+        return True
+    return isinstance(numba_type, types.BaseTuple) and any(_holds_array(t) for t in numba_type.types)
+
+
+def test_leaf_kernels_return_no_array(ewt_refs, monkeypatch):
+    """Leaves run without reference counts (kernels/jit.py): one that
+    returned an array or a view would hand its caller memory nothing keeps
+    alive. Label real text through the jitted kernels, then look at what
+    every leaf they compiled returns."""
+    from numba import njit
+
+    import spacy_sparse
+    from spacy_sparse.kernels import compiled, hashing, parser, prefetch, scoring, sequence
+    from spacy_sparse.pipeline import parser as parser_pipe
+    from spacy_sparse.pipeline import sequence as sequence_pipe
+
+    # entry kernels compiled afresh (not from numba's cache), so the leaves they call are typed in this process
+    monkeypatch.setattr(sequence_pipe, "predict_sequence", njit(nogil=True)(compiled.jitted("predict_sequence").py_func))
+    monkeypatch.setattr(parser_pipe, "predict_parse", njit(nogil=True)(compiled.jitted("predict_parse").py_func))
+    nlp = spacy_sparse.load_default()
+    for margin in (None, 40.0):
+        nlp.get_pipe("sparse_parser").margin = margin
+        docs = list(nlp.pipe([ref.text for ref in ewt_refs["dev"][:20]]))
+    assert any(t.dep_ for doc in docs for t in doc) and any(t.tag_ for doc in docs for t in doc)
+    compiled_leaves = set()
+    for module in (hashing, parser, prefetch, scoring, sequence):
+        for name, value in vars(module).items():
+            if getattr(value, "targetoptions", {}).get("_nrt", True) is not False:
+                continue
+            for sig in value.nopython_signatures:
+                compiled_leaves.add(name)
+                assert not _holds_array(sig.return_type), f"leaf {module.__name__}.{name} returns {sig.return_type}"
+    assert {"score_block", "score_decision", "sequence_key", "valid_labels", "add_sum"} <= compiled_leaves

@@ -8,6 +8,7 @@ two; linear probing. All functions are numba kernels over numpy arrays.
 import numpy as np
 from numba import njit
 
+from .jit import leaf
 from .prefetch import prefetch_byte
 
 U1 = np.uint64(1)
@@ -25,7 +26,7 @@ PAD_LEFT = np.uint64(0x5BD1E9955BD1E995)
 PAD_RIGHT = np.uint64(0x27D4EB2F165667C5)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def mix(h, v):
     """Fold the 64-bit value v into the running key h (splitmix64 finalizer)."""
     z = (h ^ v) * MUL1 + MUL2
@@ -34,7 +35,7 @@ def mix(h, v):
     return z ^ (z >> SH31)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def finish_key(h):
     """The feature key of a running key h: folded to 32 bits, so a model
     file spends four bytes a feature on keys, not eight (two features of one
@@ -59,7 +60,7 @@ def fold_keys(keys: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def table_find(tab, off, cap, key):
     """Value stored for key in the table at slots [off, off+cap), or -1."""
     i = np.int64(key & np.uint64(cap - 1))
@@ -74,7 +75,7 @@ def table_find(tab, off, cap, key):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def prefetch_home(tab, off, cap, key):
     """Start fetching the slot where table_find's probe for key begins."""
     prefetch_byte(tab, 2 * (off + np.int64(key & np.uint64(cap - 1))) * tab.itemsize)

@@ -27,6 +27,7 @@ each template's rows fill only its decision's columns.
 import numpy as np
 from numba import njit
 
+from .jit import leaf
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
                       score_counted)
@@ -49,7 +50,7 @@ def new_state(n):
     return stack, head, lab, kids, val, sets
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def attach(h, c, label, head, lab, kids, val, sets):
     """Record the arc h -> c with a label."""
     head[c] = h
@@ -73,12 +74,12 @@ def attach(h, c, label, head, lab, kids, val, sets):
             kids[h, 3] = c
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def kid(kids, tok, which):
     return kids[tok, which] if tok >= 0 else NO_TOKEN
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def resolve_slots(slot_tok, stack, depth, b0, end, kids):
     """The token at each slot (templates.SLOTS order), NO_TOKEN or AT_ROOT."""
     s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
@@ -106,7 +107,7 @@ def resolve_slots(slot_tok, stack, depth, b0, end, kids):
     slot_tok[19] = kid(kids, slot_tok[15], 0)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def distance_bucket(d):
     d = abs(d)
     if d < 5:
@@ -114,7 +115,7 @@ def distance_bucket(d):
     return 5 if d < 10 else 6
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def state_keys(keys, t0, t1, slot_tok, b0, templates, lex_rows, lex, tags, poss,
                lab, val, sets, move):
     """Feature keys of templates t0..t1-1 in the current state (`move`: the
@@ -154,7 +155,7 @@ def state_keys(keys, t0, t1, slot_tok, b0, templates, lex_rows, lex, tags, poss,
         keys[t] = finish_key(h)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def fill_valid(valid, kind, depth, b0, end, single):
     ok_shift = b0 < end
     ok_left = depth >= 1 and b0 < end
@@ -174,7 +175,7 @@ def fill_valid(valid, kind, depth, b0, end, single):
             valid[a] = 0
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def apply_move(k, label, stack, depth, b0, head, lab, kids, val, sets):
     """Do move k, labelling its arc `label`; returns the new (depth, b0)."""
     if k == SHIFT:
@@ -266,7 +267,7 @@ def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold
     return best
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def write_output(start, end, head, lab, heads_out, labels_out):
     """Heads as absolute indices (a root heads itself) and label indices."""
     for i in range(start, end):
@@ -274,7 +275,7 @@ def write_output(start, end, head, lab, heads_out, labels_out):
         labels_out[i] = lab[i]
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def label_columns(valid, lab_ok, mv):
     """Mark the label columns move mv may take (split actions); returns
     how many there are and the last of them."""
@@ -351,7 +352,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_m
         write_output(start, end, head, lab, heads_out, labels_out)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def score_decision(keys, t0, t1, move, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets,
                    tab_off, tab, W, lv, lc, book, packed, margin, thr, scores, valid, ahead):
     """Score one decision with templates t0..t1-1, block by block, until

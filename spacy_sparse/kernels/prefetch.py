@@ -9,9 +9,11 @@ a tagger asks for the next token's summed vectors while it labels one
 (CHANGELOG.md). A prefetch is a hint: it changes no result.
 """
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .jit import leaf
 
 LINE = 64  # bytes of a cache line
 
@@ -36,7 +38,7 @@ def prefetch_byte(typingctx, arr, offset):
     return sig, codegen
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def prefetch_rows(W, rows, n):
     """Ask for every cache line of the rows W[rows[j]], j < n (none for a
     negative entry: no row)."""
@@ -48,7 +50,7 @@ def prefetch_rows(W, rows, n):
                 prefetch_byte(W, r * row_bytes + min(off, row_bytes - 1))
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def prefetch_sum(sums, w, k):
     """Ask for every cache line of the summed vector sums[w, k]."""
     vec_bytes = sums.shape[2] * sums.itemsize

@@ -13,6 +13,7 @@ from numba.extending import overload
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
 from .hashing import prefetch_home, table_find, table_put, table_slot
+from .jit import leaf
 from .layout import HOT, LOOKAHEAD
 from .prefetch import prefetch_rows
 from .rows import widen_span
@@ -22,7 +23,7 @@ NEG_INF = np.float32(-3.0e38)
 STALE = -2
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def add_row(scores, W, row):
     """Add one feature's weight row to the label scores."""
     if row >= 0:
@@ -39,7 +40,7 @@ def add_dense(scores, W, book, row):
         scores += book[W[row]] if np.issubdtype(W.dtype, np.integer) else W[row]
 
 
-@overload(add_dense, jit_options={"nogil": True})
+@overload(add_dense, jit_options={"nogil": True, "_nrt": False})  # a leaf (jit.py)
 def _add_dense(scores, W, book, row):
     if isinstance(W.dtype, types.Integer):
         def coded(scores, W, book, row):
@@ -55,7 +56,7 @@ def _add_dense(scores, W, book, row):
     return plain
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def open_scores(scores, valid, margin):
     """Start a decision's scores: 0 for valid labels, NEG_INF for the rest,
     so the margin test needs no mask (a weight sum never lifts NEG_INF).
@@ -75,7 +76,7 @@ def open_scores(scores, valid, margin):
     return n <= 1 or margin == 0.0, cand
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def leads(scores, margin, cand):
     """Whether the best label leads every other by `margin` (>= 0), and the
     best label. `cand` is the best one at the last test and usually still is:
@@ -102,7 +103,7 @@ def leads(scores, margin, cand):
     return close <= 1, cand
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def best_valid(scores, valid):
     """Index of the best valid label (first on ties), or -1 if none is valid."""
     best = -1
@@ -126,7 +127,7 @@ def latent_gold(scores, valid, neg):
     return best
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def decided(scores, valid, margin, done, cand):
     """The label a decision takes. When the margin test stopped it, `cand`
     leads every other label by margin > 0, so it is the best one already
@@ -170,7 +171,7 @@ def add_row_loss_augmented(scores, W, row, valid, gold, margin):
     return best
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def find_entry(tab, tab_off, t, key):
     """Table value of (template t, key): its row (>= 0), -1 if absent, or
     -1 - c for a feature still waiting for its row after c updates. A narrow
@@ -182,7 +183,7 @@ def find_entry(tab, tab_off, t, key):
     return v
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def find_row(tab, tab_off, t, key):
     """Row of (template t, key), or -1 when it has none (yet)."""
     r = find_entry(tab, tab_off, t, key)
@@ -424,7 +425,7 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
 
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def block_end(t0, n_tpl, first):
     """End of the block of templates that starts at t0, when the first
     block holds `first` templates."""
@@ -436,7 +437,7 @@ SPAN_BITS = np.int64(16)
 SPAN_MASK = np.int64(0xFFFF)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def add_span(scores, lv, span):
     """Add one feature's nonzero weights, packed as span = start << 16 |
     count into `lv` (rows of (label, value))."""
@@ -445,7 +446,7 @@ def add_span(scores, lv, span):
         scores[np.int64(lv[k, 0])] += lv[k, 1]
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def add_coded(scores, lc, book, span):
     """add_span for the coded layout: entries label << 8 | code, the value
     book[code] (a model whose weights take at most 256 values: DC-ADMM's)."""
@@ -455,7 +456,7 @@ def add_coded(scores, lc, book, span):
         scores[e >> 8] += book[e & 0xFF]
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead, done, cand):
     """Add the rows of templates t0..t1-1 (keys in keys[t0:t1], `ahead`
     at least t1 - t0 long) to the scores of a decision (opened by open_scores), in

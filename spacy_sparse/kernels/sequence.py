@@ -19,10 +19,11 @@ import numpy as np
 from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
+from .jit import leaf
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .layout import UNSET
 from .prefetch import prefetch_sum
-from .scoring import (LOOKAHEAD, add_dense, add_row, block_end, decided, find_row, latent_gold, leads, open_scores,
+from .scoring import (LOOKAHEAD, add_dense, block_end, decided, find_row, latent_gold, leads, open_scores,
                       prefix_train_step, score_block, score_counted)
 
 
@@ -30,7 +31,7 @@ HIST_NONE = np.uint64(0x3C6EF372FE94F82B)  # the word was not labelled before in
 FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def sequence_key(t, i, start, end, templates, lex_rows, lex, inputs, pred, hist):
     """Feature key of template t at token i of the segment [start, end)."""
     seeds, atom_off, atom_src, atom_pos = templates
@@ -97,7 +98,7 @@ def word_sums(lex_rows, column, slot, rows, W, book, sums, filled):
             type_sum(sums[w, k], w, k, slot, column, rows, W, book)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def type_sum(out, w, k, slot, column, rows, W, book):
     """out = the rows of type w's one-word templates in slot k, added in
     template order: the one way a summed vector is made, so a sum kept in
@@ -108,7 +109,7 @@ def type_sum(out, w, k, slot, column, rows, W, book):
             add_dense(out, W, book, rows[w, column[t]])
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def add_word_sum(scores, vec, w, k, slot, column, type_rows, W, book):
     """Add the vector word_sums keeps for type w at offset k, made now (a
     type the cache had no room for): the scores, and so the labels, do not
@@ -145,7 +146,7 @@ def history_state(lex_rows, atom_src, seg_off, seg_new_doc):
     return with_hist, hist, np.zeros(cap, dtype=np.uint64), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def history_slot(keys, stamp, doc_id, key):
     """Slot of a word in this doc's history (stamped with doc_id + 1, so a
     new doc starts empty without clearing)."""
@@ -156,14 +157,14 @@ def history_slot(keys, stamp, doc_id, key):
     return i
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def recall(keys, vals, stamp, doc_id, key, hist_of):
     """What `hist` reads for a word: hist_of of its last label in this doc."""
     slot = history_slot(keys, stamp, doc_id, key)
     return hist_of[vals[slot]] if stamp[slot] == doc_id + 1 else HIST_NONE
 
 
-@njit(cache=True, nogil=True)
+@leaf
 def remember(keys, vals, stamp, doc_id, key, label):
     slot = history_slot(keys, stamp, doc_id, key)
     keys[slot] = key
@@ -171,12 +172,22 @@ def remember(keys, vals, stamp, doc_id, key, label):
     stamp[slot] = doc_id + 1
 
 
-@njit(cache=True, nogil=True)
-def valid_labels(allowed, pred, fixed, i, start, end):
-    """The mask row for token i, given the label before it."""
+@leaf
+def valid_labels(valid, allowed, pred, fixed, i, start, end):
+    """Copy the mask row for token i, given the label before it, into
+    `valid` (a copy, not a view: a leaf returns no array)."""
     prev = pred[i - 1] + 1 if i > start else 0
     closing = i == end - 1 or (fixed.shape[0] > 0 and fixed[i + 1] >= 0)
-    return allowed[1 if closing else 0, prev]
+    c = 1 if closing else 0
+    for y in range(valid.shape[0]):
+        valid[y] = allowed[c, prev, y]
+
+
+@leaf
+def add_sum(scores, sums, w, k):
+    """Add the summed vector sums[w, k] (indexed here, so no view is made)."""
+    for y in range(scores.shape[0]):
+        scores[y] += sums[w, k, y]
 
 
 # With sums, the vectors of the token this many places on are asked for while a token is labelled: with a
@@ -216,6 +227,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     seeds, atom_off, atom_src, atom_pos = templates
     n_tpl = seeds.shape[0]
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
+    valid = np.zeros(allowed.shape[2], dtype=allowed.dtype)
     keys = np.zeros(n_tpl, dtype=np.uint64)
     ahead = np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64)
     in_sum = np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64)  # 1: the block's template is read through the sums
@@ -244,7 +256,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                 if with_hist:
                     remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
                 continue
-            valid = valid_labels(allowed, pred, fixed, i, start, end)
+            valid_labels(valid, allowed, pred, fixed, i, start, end)
             done, cand = open_scores(scores, valid, margin)
             if bias.shape[0] > 0:
                 for y in range(scores.shape[0]):
@@ -265,7 +277,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     p = i + slot_pos[k]
                     if start <= p < end:
                         if lex_rows[p] < sums.shape[0]:
-                            add_row(scores, sums[lex_rows[p]], k)
+                            add_sum(scores, sums, lex_rows[p], k)
                         else:
                             add_word_sum(scores, vec, lex_rows[p], k, slot, column, type_rows, W, book)
                         in_sums += slot_n[k]
@@ -333,6 +345,7 @@ def train_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, neg_when, 
     viol_t = np.zeros(n_tpl, dtype=np.int64)
     viol_y = np.zeros(n_tpl, dtype=np.int64)
     scores = np.zeros(W.shape[1], dtype=np.float32)
+    valid = np.zeros(allowed.shape[2], dtype=allowed.dtype)
     grad = np.zeros(W.shape[1], dtype=np.float32)
     touched = np.zeros(W.shape[1] + 1, dtype=np.int64)
     errors = 0
@@ -346,7 +359,7 @@ def train_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, neg_when, 
         for i in range(start, end):
             if with_hist:
                 hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
-            valid = valid_labels(allowed, pred, no_fixed, i, start, end)
+            valid_labels(valid, allowed, pred, no_fixed, i, start, end)
             g = gold[i]
             if g >= 0 and not valid[g]:
                 g = -1
