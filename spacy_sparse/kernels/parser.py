@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from .jit import leaf
-from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
+from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
 from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
                       score_counted)
 
@@ -356,12 +356,22 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_m
 def score_decision(keys, t0, t1, move, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets,
                    tab_off, tab, W, lv, lc, book, packed, margin, thr, scores, valid, ahead):
     """Score one decision with templates t0..t1-1, block by block, until
-    the stop rule holds; returns (the column chosen, templates scored)."""
+    the stop rule holds; returns (the column chosen, templates scored).
+    With a margin, the next block's keys are made and its table slots asked
+    for before this block's rows are added, so those trips to memory overlap
+    the adds (the shipped parser at margin 60: about 7 % faster on EWT dev;
+    at the stop one block's keys were made in vain)."""
     done, cand = open_scores(scores, valid, margin)
     k = t0
+    stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1  # nothing stops early: one block
+    state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
     while k < t1 and not (margin >= 0.0 and k > t0 and done):
-        stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1  # nothing stops early: one block
-        state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
+        stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1
+        if stop < t1:
+            nxt = block_end(stop, t1, LOOKAHEAD)
+            state_keys(keys, stop, nxt, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
+            for t in range(stop, nxt):
+                prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
         n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead,
                                     done, cand)
         k += n

@@ -479,7 +479,8 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     test runs after every template for dense rows, after the block for
     packed ones (the parser's: testing after every template stopped it too
     early: CHANGELOG.md). A task computes the keys of a block just before
-    scoring it, so templates after the stop cost nothing.
+    scoring it (the parser one block ahead), so templates after the stop
+    cost little.
     """
     if t1 - t0 > LOOKAHEAD:  # a decision's whole set (no margin): every first slot is asked for before any probe
         for t in range(t0, t1):
