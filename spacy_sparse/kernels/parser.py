@@ -27,8 +27,8 @@ each template's rows fill only its decision's columns.
 import numpy as np
 from numba import njit
 
-from .jit import leaf
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
+from .jit import leaf
 from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
                       score_counted)
 

@@ -19,8 +19,8 @@ import numpy as np
 from numba import njit
 
 from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
-from .jit import leaf
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
+from .jit import leaf
 from .layout import UNSET
 from .prefetch import prefetch_sum
 from .scoring import (LOOKAHEAD, add_dense, block_end, decided, find_row, latent_gold, leads, open_scores,
