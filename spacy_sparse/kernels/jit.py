@@ -12,5 +12,9 @@ Kernels that allocate (the entry kernels, training) stay plain njit and may
 call leaves.
 """
 from numba import njit
+from numba.core.cpu import CPUTargetOptions
 
-leaf = njit(cache=True, nogil=True, _nrt=False)
+# `_nrt` is numba's own option (its tests use it); should a numba drop it, leaves count references again:
+# slower, the same results
+NO_NRT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+leaf = njit(cache=True, nogil=True, **NO_NRT)

@@ -13,7 +13,7 @@ from numba.extending import overload
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 
 from .hashing import prefetch_home, table_find, table_put, table_slot
-from .jit import leaf
+from .jit import NO_NRT, leaf
 from .layout import HOT, LOOKAHEAD
 from .prefetch import prefetch_rows
 from .rows import widen_span
@@ -40,7 +40,7 @@ def add_dense(scores, W, book, row):
         scores += book[W[row]] if np.issubdtype(W.dtype, np.integer) else W[row]
 
 
-@overload(add_dense, jit_options={"nogil": True, "_nrt": False})  # a leaf (jit.py)
+@overload(add_dense, jit_options={"nogil": True, **NO_NRT})  # a leaf (jit.py)
 def _add_dense(scores, W, book, row):
     if isinstance(W.dtype, types.Integer):
         def coded(scores, W, book, row):
