@@ -57,3 +57,11 @@ def prefetch_sum(sums, w, k):
     base = (w * sums.shape[1] + k) * vec_bytes
     for off in range(0, vec_bytes + LINE - 1, LINE):
         prefetch_byte(sums, base + min(off, vec_bytes - 1))
+
+
+@leaf
+def prefetch_lex(lex, w):
+    """Ask for every cache line of lexicon row w (a word's atoms)."""
+    row_bytes = lex.shape[1] * lex.itemsize
+    for off in range(0, row_bytes + LINE - 1, LINE):
+        prefetch_byte(lex, w * row_bytes + min(off, row_bytes - 1))

@@ -22,7 +22,7 @@ from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .jit import leaf
 from .layout import UNSET
-from .prefetch import prefetch_sum
+from .prefetch import prefetch_lex, prefetch_sum
 from .scoring import (LOOKAHEAD, add_dense, block_end, decided, find_row, latent_gold, leads, open_scores,
                       prefix_train_step, score_block, score_counted)
 
@@ -239,6 +239,9 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
             slot_n[slot[t]] += 1
     vec = np.zeros(scores.shape[0], dtype=np.float32)
     lead = 0  # the one-word templates that come first (all of them in a model trained with sums)
+    reach = 0  # the furthest offset a template reads: that word's lexicon row is asked for a token earlier
+    for a in range(atom_pos.shape[0]):
+        reach = max(reach, atom_pos[a])
     while lead < n_tpl and column[lead] >= 0:
         lead += 1
     doc_id = -1
@@ -256,6 +259,8 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                 if with_hist:
                     remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])
                 continue
+            if i + reach + 1 < end:
+                prefetch_lex(lex, lex_rows[i + reach + 1])
             valid_labels(valid, allowed, pred, fixed, i, start, end)
             done, cand = open_scores(scores, valid, margin)
             if bias.shape[0] > 0:
