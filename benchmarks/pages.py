@@ -37,6 +37,14 @@ BENCH_SECTIONS = [
      "whitespace tokens), since spaCy's scorer matches a sentence by its text; tags and arcs as spaCy scores them. "
      "The word count and words/s include the whitespace tokens, for both pipelines. Compared with the same CNN "
      "pipeline in the same run."),
+    ("full_lower", "Embedded full pipeline on raw text in lower case",
+     "The same pipeline and test docs, their text in lower case, as text typed without capitals comes (`bench "
+     "--case lower`), scored against the treebank's annotation as it is (spaCy's alignment and scorer match "
+     "tokens and sentences whatever their case). Compared with the same CNN pipeline in the same run."),
+    ("full_upper", "Embedded full pipeline on raw text in upper case",
+     "The same, the text in upper case (`bench --case upper`), as headlines and shouted text come. spaCy's "
+     "tokenizer cuts such text differently (its exceptions know few upper-case forms: `WON'T` stays whole, `MR.` "
+     "is cut), for both pipelines alike."),
     ("pipeline_raw", "Float pipeline (`configs/tagger_parser.cfg`) on raw text",
      "The float segmenter + tagger + parser of `configs/tagger_parser.cfg` on the same input: the `model-best` of "
      "`spacy project run train-joint` (`spacy train` with that recipe as a user runs it; the embedded pipeline is "
@@ -163,7 +171,9 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
         cells.append(f"{row['row_bytes_per_token']:,.0f}" if row.get("row_bytes_per_token") is not None else "–")
         lines.append("| " + " | ".join(cells) + " |")
     text = "\n".join(lines)
-    words = f"{first['words']:,} words, " + {"raw": "raw text", "lines": "raw text in lines"}.get(
+    words = f"{first['words']:,} words, " + {"raw": "raw text", "lines": "raw text in lines",
+                                              "lower": "raw text in lower case",
+                                              "upper": "raw text in upper case"}.get(
         first.get("text"), "gold tokens") + \
         (", gold sentences" if first.get("gold_sentences") else "")
     sizes = f"{mb(first.get('pipeline_bytes'))} directory"

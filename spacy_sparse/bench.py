@@ -27,11 +27,11 @@ from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_margin_decay
 from .pipeline.views import Views
-from .readers import bare_copy, in_lines
+from .readers import bare_copy, in_lines, recased
 
 # The score each task is judged by, first match wins.
 ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f")
-TEXT_MODES = ("raw", "lines", "gold")
+TEXT_MODES = ("raw", "lines", "gold", "lower", "upper")
 
 
 def parse_margins(text: str) -> List[Optional[float]]:
@@ -76,12 +76,16 @@ def input_docs(nlp: Language, references: Sequence[Doc], text: str = "raw", sent
     """The docs a benchmark feeds the pipeline: `raw` runs each reference's
     text through `nlp.make_doc`; `lines` the same text laid out in lines
     (readers.in_lines: a blank line between paragraphs, wrapped at 72
-    characters); `gold` copies the gold tokens (see bare_docs)."""
+    characters); `lower` and `upper` the text in one case (readers.recased;
+    spaCy's alignment and scorer match tokens and sentences whatever their
+    case); `gold` copies the gold tokens (see bare_docs)."""
     if text not in TEXT_MODES:
         raise ValueError(f"text must be one of {TEXT_MODES}, got {text!r}")
     if text != "gold":
         if sents or tags:
             raise ValueError("Gold sentences and gold tags need gold tokens (text='gold')")
+        if text in ("lower", "upper"):
+            return [nlp.make_doc(recased(r.text, upper=text == "upper")) for r in references]
         return [nlp.make_doc(r.text if text == "raw" else in_lines(r)) for r in references]
     return bare_docs(nlp, references, sents, tags)
 

@@ -75,9 +75,20 @@ def random_lines(ref: Doc, rng: np.random.Generator) -> str:
     return in_lines(ref, paragraph, int(rng.integers(60, 81)) if rng.random() < 0.5 else 0)
 
 
+def recased(text: str, upper: bool) -> str:
+    """`text` in lower or upper case, character by character, leaving a
+    character whose other case is longer (`ß` -> `SS`) as it is: spaCy's
+    alignment maps tokens of texts that differ only in case and whitespace."""
+    change = str.upper if upper else str.lower
+    out = change(text)
+    if len(out) == len(text):
+        return out
+    return "".join(c if len(change(c)) != 1 else change(c) for c in text)
+
+
 def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
                         sents: bool = False, tags: bool = False, tokens: str = "gold",
-                        newlines: float = 0.0) -> Iterator[Example]:
+                        newlines: float = 0.0, lowercase: float = 0.0, uppercase: float = 0.0) -> Iterator[Example]:
     """Examples whose predicted doc has the gold tokens (and, with `sents`,
     the gold sentence boundaries; with `tags`, the stored tags) and no
     other annotation. `tokens="runtime"` gives the predicted doc the tokens
@@ -86,10 +97,14 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     onto them); "both" yields each doc both ways: gold tokens (with `sents`,
     gold sentences) and the raw-text path users take (spaCy's tokens, no
     boundaries). A `newlines` share of the raw-text copies (drawn per doc,
-    the same in every epoch) has its text laid out in lines (random_lines)."""
+    the same in every epoch) has its text laid out in lines (random_lines);
+    a `lowercase` and an `uppercase` share is all in one case (text typed
+    without capitals, or shouted), so a model does not rely on case alone."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
     newlines = check_number(newlines, "newlines", low=0.0, high=1.0)
+    lowercase = check_number(lowercase, "lowercase", low=0.0, high=1.0)
+    uppercase = check_number(uppercase, "uppercase", low=0.0, high=1.0 - lowercase)
     path = ensure_path(path)
     if path is None or not path.exists():
         raise ValueError(f"Corpus file not found: {path}")
@@ -105,6 +120,10 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
                     rng = np.random.default_rng(zlib.crc32(text.encode("utf8")))
                     if rng.random() < newlines:
                         text = random_lines(ref, rng)
+                if lowercase > 0 or uppercase > 0:
+                    draw = np.random.default_rng(zlib.crc32(b"case" + ref.text.encode("utf8"))).random()
+                    if draw < lowercase + uppercase:
+                        text = recased(text, upper=draw >= lowercase)
                 yield runtime_example(nlp, ref, sents and tokens == "runtime", text)
             n += 1
             if limit and n >= limit:
@@ -142,20 +161,24 @@ def bare_copy(ref: Doc, sents: bool = False, vocab=None, tags: bool = False) -> 
 
 @registry.readers("spacy_sparse.GoldTokenCorpus.v1")
 def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False, tags: bool = False,
-                             tokens: str = "gold", newlines: float = 0.0) -> Callable[[Language], Iterable[Example]]:
+                             tokens: str = "gold", newlines: float = 0.0, lowercase: float = 0.0,
+                             uppercase: float = 0.0) -> Callable[[Language], Iterable[Example]]:
     """Examples with gold tokens, one per stored doc (`limit` docs at most);
     `sents` also gives the model the gold sentence boundaries (gold
     segmentation, as UD evaluations with gold tokenization assume); `tags`
     puts the stored tag_ on the predicted doc, for a parser trained on
     jackknifed tags (`python -m spacy_sparse jackknife`); `tokens` picks
     gold tokens, the tokens of spaCy's tokenizer ("runtime"), or "both";
-    `newlines`, the share of raw-text copies laid out in lines."""
+    `newlines`, the share of raw-text copies laid out in lines; `lowercase`
+    and `uppercase`, the shares in one case."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
     newlines = check_number(newlines, "newlines", low=0.0, high=1.0)
+    lowercase = check_number(lowercase, "lowercase", low=0.0, high=1.0)
+    uppercase = check_number(uppercase, "uppercase", low=0.0, high=1.0 - lowercase)
 
     def read(nlp: Language) -> Iterable[Example]:
-        return gold_token_examples(nlp, path, limit, sents, tags, tokens, newlines)
+        return gold_token_examples(nlp, path, limit, sents, tags, tokens, newlines, lowercase, uppercase)
 
     return read
 

@@ -193,3 +193,24 @@ def test_bench_rows_label_fresh_docs_and_include_the_pipeline_as_it_loads(corpus
     assert len({r["scores"]["tag_acc"] for r in rows}) == 1  # the tagger runs before the parser
     assert len({r["scores"]["sents_f"] for r in rows}) == 1  # so does the segmenter
     assert rows[1]["scores"]["dep_las"] < rows[0]["scores"]["dep_las"]
+
+
+def test_bench_reads_raw_text_in_one_case(corpus):
+    """`bench --case lower|upper`: the docs' text in one case, scored against the gold annotation as it is
+    (spaCy's alignment matches tokens whatever their case), so the shipped pipeline's scores stay sensible."""
+    import spacy_sparse
+    from spacy_sparse.bench import input_docs, read_references, run_bench
+
+    nlp = spacy_sparse.load_default()
+    refs = read_references(nlp, corpus / "dev.spacy")[:40]
+    lower, upper = input_docs(nlp, refs, "lower"), input_docs(nlp, refs, "upper")
+    assert [d.text for d in lower] == [r.text.lower() for r in refs]
+    assert all(d.text == d.text.upper() for d in upper) and any(d.text != r.text for d, r in zip(upper, refs))
+    scores = {}
+    for case in ("raw", "lower", "upper"):
+        result = run_bench("default", corpus / "dev.spacy", [None], repeat=1, text=case)
+        assert result["text"] == case
+        scores[case] = result["rows"][0]["scores"]
+    for case in ("lower", "upper"):  # a few points below the cased text, far above chance
+        assert 85 < 100 * scores[case]["tag_acc"] <= 100 * scores["raw"]["tag_acc"]
+        assert 60 < 100 * scores[case]["sents_f"] and 60 < 100 * scores[case]["dep_las"]

@@ -48,3 +48,37 @@ def test_token_modes_of_the_gold_token_reader(corpus):
         assert [t.is_sent_start for t in eg.predicted] == [bool(s) for s in eg.get_aligned_sent_starts()]
     with pytest.raises(ValueError, match="tokens"):
         create_gold_token_corpus(corpus / "train.spacy", tokens="raw")
+
+
+def test_raw_copies_in_one_case(corpus):
+    """`lowercase` / `uppercase` shares of the raw-text copies are in one case, drawn per doc (the same every
+    epoch); spaCy's alignment still carries the gold labels onto their tokens."""
+    import pytest
+    from spacy.tokens import DocBin
+
+    from spacy_sparse.readers import create_gold_token_corpus, recased
+
+    nlp = spacy.blank("en")
+    refs = list(DocBin().from_disk(corpus / "train.spacy").get_docs(nlp.vocab))[:200]
+
+    def read(**kw):
+        return list(create_gold_token_corpus(corpus / "train.spacy", limit=200, tokens="runtime", **kw)(nlp))
+
+    plain, cased = read(), read(lowercase=0.3, uppercase=0.2)
+    assert [eg.predicted.text for eg in read(lowercase=0.3, uppercase=0.2)] == [eg.predicted.text for eg in cased]
+    lower = [i for i, eg in enumerate(cased) if eg.predicted.text != refs[i].text and eg.predicted.text.islower()]
+    upper = [i for i, eg in enumerate(cased) if eg.predicted.text != refs[i].text and eg.predicted.text.isupper()]
+    assert 30 < len(lower) < 90 and 15 < len(upper) < 65
+    same = 0
+    for i in lower + upper:  # the same words in another case, the gold tags aligned to them
+        assert cased[i].predicted.text.lower() == refs[i].text.lower()
+        aligned = cased[i].get_aligned("TAG", as_string=True)
+        assert sum(tag is not None for tag in aligned) >= 0.9 * len(aligned)
+        same += i in lower and aligned == plain[i].get_aligned("TAG", as_string=True)
+    # lower case: the same tags as before, but where spaCy's tokenizer cuts a word in one case and not in the
+    # other; its exceptions know few upper-case forms (`WON'T` stays whole, `MR.` is cut), so upper case
+    # differs more
+    assert same >= 0.7 * len(lower)
+    assert recased("Straße", upper=True) == "STRAßE"  # no character whose other case is longer changes
+    with pytest.raises(ValueError, match="uppercase"):
+        create_gold_token_corpus(corpus / "train.spacy", lowercase=0.7, uppercase=0.5)

@@ -35,13 +35,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     decays = parse_decays(args.decays) if args.decays else None
     gold = args.gold_tokens or args.gold_sents or args.gold_tags
+    if args.case and (gold or args.lines):
+        msg.fail("--case recases raw text: it does not go with --lines or gold tokens", exits=1)
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
                        compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
-                       decays=decays, text="gold" if gold else "lines" if args.lines else "raw",
+                       decays=decays, text="gold" if gold else "lines" if args.lines else args.case or "raw",
                        calls=args.calls)
     result = {"meta": provenance(), **result}
     inputs = "gold tokens" + (", gold sentences" if result["gold_sentences"] else "") if gold else \
-        "raw text" + (" in lines" if args.lines else "") + " (spaCy's tokenizer, no sentence boundaries)"
+        "raw text" + (" in lines" if args.lines else f" in {args.case} case" if args.case else "") + \
+        " (spaCy's tokenizer, no sentence boundaries)"
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
@@ -196,6 +199,9 @@ def register(sub) -> None:
     p.add_argument("--lines", action="store_true",
                    help="raw text laid out in lines: a blank line where the data's paragraphs start (convert-ud "
                         "keeps them), lines wrapped at 72 characters")
+    p.add_argument("--case", choices=("lower", "upper"),
+                   help="raw text in one case (text typed without capitals, or shouted); scored against the "
+                        "data's gold annotation as it is")
     p.add_argument("--gold-tokens", action="store_true",
                    help="feed the gold tokens instead of raw text through the pipeline's tokenizer")
     p.add_argument("--gold-sents", action="store_true",
