@@ -8,7 +8,7 @@ example per stored doc, with the gold tokens as the predicted doc's tokens.
 """
 import zlib
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -86,6 +86,14 @@ def recased(text: str, upper: bool) -> str:
     return "".join(c if len(change(c)) != 1 else change(c) for c in text)
 
 
+def check_shares(newlines: float, lowercase: float, uppercase: float) -> Tuple[float, float, float]:
+    """The shares of raw-text copies laid out in lines and put in one case,
+    checked (the two cases share one draw, so they add up to at most 1)."""
+    lowercase = check_number(lowercase, "lowercase", low=0.0, high=1.0)
+    return (check_number(newlines, "newlines", low=0.0, high=1.0), lowercase,
+            check_number(uppercase, "uppercase", low=0.0, high=1.0 - lowercase))
+
+
 def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
                         sents: bool = False, tags: bool = False, tokens: str = "gold",
                         newlines: float = 0.0, lowercase: float = 0.0, uppercase: float = 0.0) -> Iterator[Example]:
@@ -102,9 +110,7 @@ def gold_token_examples(nlp: Language, path: Union[str, Path], limit: int = 0,
     without capitals, or shouted), so a model does not rely on case alone."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
-    newlines = check_number(newlines, "newlines", low=0.0, high=1.0)
-    lowercase = check_number(lowercase, "lowercase", low=0.0, high=1.0)
-    uppercase = check_number(uppercase, "uppercase", low=0.0, high=1.0 - lowercase)
+    newlines, lowercase, uppercase = check_shares(newlines, lowercase, uppercase)
     path = ensure_path(path)
     if path is None or not path.exists():
         raise ValueError(f"Corpus file not found: {path}")
@@ -173,9 +179,7 @@ def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False, ta
     and `uppercase`, the shares in one case."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
-    newlines = check_number(newlines, "newlines", low=0.0, high=1.0)
-    lowercase = check_number(lowercase, "lowercase", low=0.0, high=1.0)
-    uppercase = check_number(uppercase, "uppercase", low=0.0, high=1.0 - lowercase)
+    newlines, lowercase, uppercase = check_shares(newlines, lowercase, uppercase)
 
     def read(nlp: Language) -> Iterable[Example]:
         return gold_token_examples(nlp, path, limit, sents, tags, tokens, newlines, lowercase, uppercase)
