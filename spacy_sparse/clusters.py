@@ -7,6 +7,13 @@ A cluster is a bit path ("0110..."), stored as an int with a leading 1
 (spaCy's `lexeme_cluster` encoding); the atoms read its first 4, 6 and 10
 bits and the whole path.
 
+A table can also hold, per lowercase form, how the word is written in a
+large corpus (`casefreq`, from spacy-lookups-data's `lexeme_prob`): its
+usual case (lower, Title or UPPER), how far that case leads the others and
+how frequent the word is. A word the training data never had then still
+shows whether it is usually a name (`lisa` -> Lisa) or a common word
+(`Laughter` -> laughter), which a tagger cannot see from the form alone.
+
 A table maps a word form's 64-bit string hash, folded to 32 bits as feature
 keys are, to its path. It travels inside each model file that uses it, so a
 trained pipeline needs nothing else at run time. Sources (`clusters` in a
@@ -30,7 +37,12 @@ SHIPPED = {"en_brown_1000": "en_brown_1000.msgpack"}
 FORMAT_NAME = "spacy-sparse-clusters"
 # path prefixes read by the atoms, and their LEX_ATTRS names; 99 = the whole path
 PREFIXES: Tuple[Tuple[str, int], ...] = (("clu4", 4), ("clu6", 6), ("clu10", 10), ("clu", 99))
-ATOMS = frozenset(name for name, _ in PREFIXES)
+CASEFREQ = "casefreq"  # the atom of a lowercase form's case and frequency code
+ATOMS = frozenset([name for name, _ in PREFIXES] + [CASEFREQ])
+# Forms rarer than this (natural log of the probability in lexeme_prob) get no
+# casefreq code: 116k lowercase English forms are kept, most of the word types
+# the EWT training data lacks that the table knows at all.
+MIN_LOGPROB = -17.0
 MAX_ENTRIES = 4_000_000
 MAX_PATH_BITS = 62
 
@@ -41,36 +53,63 @@ class ClusterTable:
     lookup (once per new word type) is a binary search. Not changed after
     it is made, so components and lexicons share one freely."""
 
-    __slots__ = ("keys", "paths")
+    __slots__ = ("keys", "paths", "stats", "has_stats")
 
-    def __init__(self, keys: Optional[np.ndarray] = None, paths: Optional[np.ndarray] = None):
+    def __init__(self, keys: Optional[np.ndarray] = None, paths: Optional[np.ndarray] = None,
+                 stats: Optional[np.ndarray] = None):
         self.keys = np.zeros(0, dtype=np.uint32) if keys is None else np.ascontiguousarray(keys, dtype=np.uint32)
         self.paths = np.zeros(0, dtype=np.uint64) if paths is None else np.ascontiguousarray(paths, dtype=np.uint64)
-        if self.keys.shape != self.paths.shape or np.any(self.keys[1:] <= self.keys[:-1]):
-            raise ValueError("a cluster table needs one path per key and keys sorted without repeats")
+        # casefreq code of a lowercase form (0: none); a key may carry a code and no path (0)
+        self.stats = (np.zeros(self.keys.shape, dtype=np.uint8) if stats is None
+                      else np.ascontiguousarray(stats, dtype=np.uint8))
+        if (self.keys.shape != self.paths.shape or self.keys.shape != self.stats.shape
+                or np.any(self.keys[1:] <= self.keys[:-1])):
+            raise ValueError("a cluster table needs one path and one code per key and keys sorted without repeats")
+        self.has_stats = bool(self.stats.any())
 
     @classmethod
-    def from_dict(cls, table: Dict[int, int]) -> "ClusterTable":
-        keys = np.array(sorted(table), dtype=np.uint32)
-        return cls(keys, np.array([table[k] for k in keys.tolist()], dtype=np.uint64))
+    def from_dict(cls, table: Dict[int, int], stats: Optional[Dict[int, int]] = None) -> "ClusterTable":
+        stats = stats or {}
+        keys = np.array(sorted(set(table) | set(stats)), dtype=np.uint32)
+        return cls(keys, np.array([table.get(k, 0) for k in keys.tolist()], dtype=np.uint64),
+                   np.array([stats.get(k, 0) for k in keys.tolist()], dtype=np.uint8))
+
+    def _find(self, key: int) -> int:
+        i = int(np.searchsorted(self.keys, key))
+        return i if i < self.keys.size and int(self.keys[i]) == key else -1
 
     def get(self, key: int) -> Optional[int]:
-        i = int(np.searchsorted(self.keys, key))
-        return int(self.paths[i]) if i < self.keys.size and int(self.keys[i]) == key else None
+        """The cluster path of a form's key, if it has one."""
+        i = self._find(key)
+        return int(self.paths[i]) if i >= 0 and self.paths[i] else None
+
+    def code(self, key: int) -> int:
+        """The casefreq code of a lowercase form's key (0: none)."""
+        i = self._find(key)
+        return int(self.stats[i]) if i >= 0 else 0
+
+    def without_stats(self) -> "ClusterTable":
+        """The paths alone: what a model whose templates read no casefreq keeps."""
+        if not self.has_stats:
+            return self
+        keep = self.paths > 0
+        return ClusterTable(self.keys[keep], self.paths[keep])
 
     def items(self) -> Iterable[Tuple[int, int]]:
-        return zip(self.keys.tolist(), self.paths.tolist())
+        """(key, path) of the forms that have a path."""
+        keep = self.paths > 0
+        return zip(self.keys[keep].tolist(), self.paths[keep].tolist())
 
     @property
     def n_clusters(self) -> int:
-        return int(np.unique(self.paths).size)
+        return int(np.unique(self.paths[self.paths > 0]).size)
 
     def __len__(self) -> int:
         return int(self.keys.size)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, ClusterTable) and np.array_equal(self.keys, other.keys)
-                and np.array_equal(self.paths, other.paths))
+                and np.array_equal(self.paths, other.paths) and np.array_equal(self.stats, other.stats))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -79,7 +118,7 @@ EMPTY = ClusterTable()
 
 
 def atoms_read(templates: Iterable) -> List[str]:
-    """The `clu*` atoms a set of parsed templates reads (sorted)."""
+    """The `clu*` and `casefreq` atoms a set of parsed templates reads (sorted)."""
     return sorted({a.attr for t in templates for a in t.atoms} & ATOMS)
 
 
@@ -92,13 +131,42 @@ def key_of(text: str) -> int:
     return fold(get_string_id(text))
 
 
-def table_from_words(pairs: Iterable[Tuple[str, int]]) -> ClusterTable:
+def table_from_words(pairs: Iterable[Tuple[str, int]], logprobs: Optional[Dict[str, float]] = None) -> ClusterTable:
     """(word, path int) pairs -> a table. A form whose lowercase has the same
     path is left out (the lookup falls back to the lowercase), which makes
-    the table a third smaller."""
+    the table a third smaller. `logprobs` (word form -> log probability, as
+    lexeme_prob has them) add each lowercase form's casefreq code."""
     words = {w: int(p) for w, p in pairs if w and int(p) > 1}
     return ClusterTable.from_dict({key_of(w): p for w, p in words.items()
-                                   if not (w != w.lower() and words.get(w.lower()) == p)})
+                                   if not (w != w.lower() and words.get(w.lower()) == p)},
+                                  {key_of(w): c for w, c in casefreq_codes(logprobs or {}).items()})
+
+
+# the casefreq code's parts: the usual case, its lead over the next case, the frequency
+CASES = ("lower", "title", "upper")
+LEAD_EDGES = (1.0, 2.5, 5.0)  # natural-log units between the usual case and the next
+FREQ_EDGES = (-8.0, -10.0, -12.0, -14.0, -16.0)  # the usual form's log probability
+
+
+def casefreq_code(logprobs: Dict[str, float], lower: str) -> int:
+    """The code of a lowercase form: 1 + 32 * case + 8 * lead + frequency
+    (0 when no case of it is known or it is rarer than MIN_LOGPROB)."""
+    forms = (lower, lower[:1].upper() + lower[1:], lower.upper())
+    found = sorted(((logprobs[f], c) for c, f in enumerate(forms) if f in logprobs), reverse=True)
+    if not found or found[0][0] <= MIN_LOGPROB:
+        return 0
+    best, case = found[0]
+    lead = best - (found[1][0] if len(found) > 1 else -21.0)
+    lead_bin = sum(lead >= edge for edge in LEAD_EDGES)
+    freq_bin = sum(best <= edge for edge in FREQ_EDGES)
+    return 1 + 32 * case + 8 * lead_bin + freq_bin
+
+
+def casefreq_codes(logprobs: Dict[str, float]) -> Dict[str, int]:
+    """Every lowercase form of `logprobs` -> its code (codes of 0 left out)."""
+    lowers = {w.lower() for w, lp in logprobs.items() if w and lp > MIN_LOGPROB}
+    codes = {w: casefreq_code(logprobs, w) for w in lowers}
+    return {w: c for w, c in codes.items() if c}
 
 
 def path_int(bits: str) -> int:
@@ -125,7 +193,8 @@ def read_liang(path: Path) -> ClusterTable:
 
 def read_lookups(lang: str) -> ClusterTable:
     """spacy-lookups-data's `{lang}_lexeme_cluster` table (word forms kept,
-    so case variants can be merged)."""
+    so case variants can be merged), with casefreq codes from its
+    `{lang}_lexeme_prob` table where it has one."""
     import gzip
     import json
 
@@ -137,7 +206,13 @@ def read_lookups(lang: str) -> ClusterTable:
     if not path.exists():
         raise ValueError(f"spacy-lookups-data has no lexeme_cluster table for language {lang!r}")
     with gzip.open(path, "rt", encoding="utf8") as f:
-        return table_from_words(json.load(f).items())
+        pairs = json.load(f)
+    probs = path.parent / f"{lang}_lexeme_prob.json.gz"
+    logprobs = {}
+    if probs.exists():
+        with gzip.open(probs, "rt", encoding="utf8") as f:
+            logprobs = json.load(f)
+    return table_from_words(pairs.items(), logprobs)
 
 
 def resolve(source: Union[str, Path], lang: str = "en") -> ClusterTable:
@@ -163,7 +238,10 @@ def encode(table: ClusterTable) -> Dict[str, object]:
     from .codec import _zipped
 
     keys = table.keys.astype(np.uint64)
-    return {"cluster_keys": _zipped(np.diff(keys, prepend=np.uint64(0))), "cluster_paths": _zipped(table.paths)}
+    out = {"cluster_keys": _zipped(np.diff(keys, prepend=np.uint64(0))), "cluster_paths": _zipped(table.paths)}
+    if table.has_stats:
+        out["cluster_stats"] = _zipped(table.stats)
+    return out
 
 
 def decode(msg: Dict[str, object]) -> ClusterTable:
@@ -174,13 +252,15 @@ def decode(msg: Dict[str, object]) -> ClusterTable:
         return ClusterTable()
     steps = _array(msg, "cluster_keys", (np.uint64,), 1, limit=MAX_ENTRIES)
     paths = _array(msg, "cluster_paths", (np.uint64,), 1, limit=MAX_ENTRIES)
+    stats = _array(msg, "cluster_stats", (np.uint8,), 1, limit=MAX_ENTRIES) if "cluster_stats" in msg else None
     keys = np.cumsum(steps, dtype=np.uint64)
     if keys.size and int(keys.max()) > 0xFFFFFFFF:
         raise ValueError("Corrupt model: the cluster table is damaged")
-    if paths.size and (int(paths.min()) < 2 or int(paths.max()) >= 1 << (MAX_PATH_BITS + 1)):
+    if paths.size and (int(paths.max()) >= 1 << (MAX_PATH_BITS + 1) or bool(np.any(paths == 1))
+                       or (stats is None and int(paths.min()) < 2)):
         raise ValueError("Corrupt model: cluster paths out of range")
     try:
-        return ClusterTable(keys, paths)  # checks the lengths and that keys climb
+        return ClusterTable(keys, paths, stats)  # checks the lengths and that keys climb
     except ValueError:
         raise ValueError("Corrupt model: the cluster table is damaged") from None
 
@@ -204,22 +284,30 @@ def read_table(data: bytes) -> ClusterTable:
 def atoms(table: ClusterTable, text: str) -> Dict[str, int]:
     """The `clu*` atom values of a word form: its path (or that of its
     lowercase or title-case form) cut to each prefix length, hashed; 0 for a
-    form the table does not hold."""
-    return dict(zip((name for name, _ in PREFIXES), atom_values(table, text)))
+    form the table does not hold; and its casefreq value."""
+    return dict(zip([name for name, _ in PREFIXES] + [CASEFREQ], atom_values(table, text)))
 
 
 NO_CLUSTER = (0,) * len(PREFIXES)
+_CODE_VALUES = tuple([0] + [get_string_id(f"casefreq:{code}") for code in range(1, 256)])
 _VALUES_OF_PATH: Dict[int, Tuple[int, ...]] = {}  # path -> its atom values (paths are few: 1,000 clusters)
 
 
 def atom_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
-    """atoms() as a tuple in PREFIXES order (the lexicon's per-type path)."""
+    """atoms() as a tuple: the PREFIXES values, then casefreq (the
+    lexicon's per-type path)."""
+    if not table:
+        return NO_CLUSTER + (0,)
+    code = _CODE_VALUES[table.code(key_of(text.lower()))] if table.has_stats else 0
+    return _path_values(table, text) + (code,)
+
+
+def _path_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
     path: Optional[int] = None
-    if table:
-        for form in (text, text.lower(), text.title()):
-            path = table.get(key_of(form))
-            if path is not None:
-                break
+    for form in (text, text.lower(), text.title()):
+        path = table.get(key_of(form))
+        if path is not None:
+            break
     if path is None:
         return NO_CLUSTER
     values = _VALUES_OF_PATH.get(path)

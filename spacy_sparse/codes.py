@@ -19,6 +19,7 @@ LEX_ATTRS: Tuple[str, ...] = (
     "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct",
     "amb", "cshape",
     "clu4", "clu6", "clu10", "clu",  # Brown cluster path prefixes (clusters.py)
+    "casefreq",  # usual case and frequency of the lowercase form in a large corpus (clusters.py)
 )
 LEX_COLUMN: Dict[str, int] = {name: i for i, name in enumerate(LEX_ATTRS)}
 LOWER = LEX_COLUMN["lower"]  # the column the `hist` memory is keyed by

@@ -281,13 +281,29 @@ TAGGER_CLUSTER_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# The usual case and frequency of the word and its neighbours in a large
+# corpus (clusters.py, `casefreq`): whether a word the training data lacks
+# is mostly a name, a common word or an acronym.
+TAGGER_CASEFREQ_TEMPLATES: Tuple[str, ...] = (
+    "casefreq@0",
+    "casefreq@0+shape@0",
+    "casefreq@0+tag@-1",
+    "casefreq@1",
+    "casefreq@-1",
+    "casefreq@0+suf3@0",
+)
+
+
 @registry.misc("spacy_sparse.tagger_templates.v1")
-def tagger_templates_v1(space: bool = False, clusters: bool = False) -> List[str]:
+def tagger_templates_v1(space: bool = False, clusters: bool = False, casefreq: bool = False) -> List[str]:
     """The default tagging template set, in its cheap default order;
     `space` adds templates over the whitespace around the token, `clusters`
-    over word clusters (the component then needs a cluster table), at the end."""
+    over word clusters (the component then needs a cluster table), `casefreq`
+    over the words' usual case and frequency (a table with casefreq codes),
+    at the end."""
     return (list(TAGGER_TEMPLATES) + (list(TAGGER_SPACE_TEMPLATES) if space else [])
-            + (list(TAGGER_CLUSTER_TEMPLATES) if clusters else []))
+            + (list(TAGGER_CLUSTER_TEMPLATES) if clusters else [])
+            + (list(TAGGER_CASEFREQ_TEMPLATES) if casefreq else []))
 
 
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms

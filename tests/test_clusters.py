@@ -23,7 +23,26 @@ def test_shipped_table_groups_words_used_alike(shipped):
     # case variants fall back to the lowercase and title-case forms the table holds
     assert clusters.atoms(shipped, "TUESDAY") == day
     assert clusters.atoms(shipped, "cOMMITTEE") == noun
-    assert clusters.atoms(shipped, "qzxvjkwq") == {name: 0 for name, _ in clusters.PREFIXES}
+    assert clusters.atoms(shipped, "qzxvjkwq") == {name: 0 for name in [n for n, _ in clusters.PREFIXES] + ["casefreq"]}
+
+
+def test_casefreq_codes_tell_names_from_common_words(shipped):
+    logprobs = {"lisa": -15.4, "Lisa": -12.7, "laughter": -11.9, "Laughter": -14.9, "IPO": -14.5, "ipo": -19.0,
+                "zyx": -18.5}
+    codes = clusters.casefreq_codes(logprobs)
+    assert set(codes) == {"lisa", "laughter", "ipo"}  # "zyx" is rarer than MIN_LOGPROB
+    case = {w: (c - 1) // 32 for w, c in codes.items()}
+    assert case == {"lisa": 1, "laughter": 0, "ipo": 2}  # Title, lower, UPPER
+    assert (codes["lisa"] - 1) % 32 // 8 == 2  # a lead of 2.7 falls in [2.5, 5)
+    # the shipped table has the codes of lexeme_prob; every case of a word reads its lowercase form's code
+    value = {w: clusters.atoms(shipped, w)["casefreq"] for w in ("lisa", "LISA", "Lisa", "laughter", "Laughter",
+                                                                 "Matt", "matt", "committee", "IPO")}
+    assert value["lisa"] == value["LISA"] == value["Lisa"] and value["Matt"] == value["matt"]
+    assert value["laughter"] == value["Laughter"] and value["laughter"] != value["lisa"]
+    usual = {w: (shipped.code(clusters.key_of(w)) - 1) // 32 for w in ("lisa", "matt", "laughter", "committee", "ipo")}
+    assert usual == {"lisa": 1, "matt": 1, "laughter": 0, "committee": 0, "ipo": 2}
+    assert len({value["committee"], value["IPO"], value["lisa"]}) == 3 and all(value.values())
+    assert not shipped.without_stats().has_stats and shipped.without_stats().n_clusters == shipped.n_clusters
 
 
 def test_liang_paths_file(tmp_path):
@@ -56,12 +75,17 @@ def test_corrupt_table_is_a_value_error(shipped):
     msg["cluster_paths"] = clusters.encode(clusters.ClusterTable.from_dict({5: 0b10}))["cluster_paths"]
     with pytest.raises(ValueError, match="damaged"):  # one path for two keys
         clusters.decode(msg)
+    msg = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011}, {9: 7}))
+    assert clusters.decode(msg).code(9) == 7 and clusters.decode(msg).get(9) is None
+    msg["cluster_stats"] = clusters.encode(clusters.ClusterTable.from_dict({}, {9: 7}))["cluster_stats"]
+    with pytest.raises(ValueError, match="damaged"):  # one code for two keys
+        clusters.decode(msg)
 
 
-def _tagger(refs, templates, cluster_source):
+def _tagger(refs, templates, cluster_source, n_train=150):
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", config={"templates": list(templates)})
-    train = to_examples(nlp, refs["train"][:150])
+    train = to_examples(nlp, refs["train"][:n_train])
     if cluster_source:
         nlp.config["initialize"]["components"]["sparse_tagger"] = {"clusters": cluster_source}
     nlp.initialize(lambda: train)
@@ -91,6 +115,32 @@ def test_tagger_reads_clusters_and_saves_them(ewt_refs):
     # the clu* atoms are read: without the table the tags change
     tagger.lexicon.set_clusters(clusters.ClusterTable())
     assert [[t.tag_ for t in doc] for doc in nlp.pipe(eg.predicted.copy() for eg in dev)] != tags
+
+
+def test_tagger_reads_casefreq_where_words_are_new(ewt_refs):
+    """On words the training slice never had, the usual case and frequency of
+    the word (casefreq) tell names from common words: more of them get the
+    right tag, and the codes travel in the model file."""
+    from spacy_sparse import codec
+    from spacy_sparse.templates import TAGGER_CASEFREQ_TEMPLATES
+
+    base = list(TAGGER_TEMPLATES[:12]) + list(TAGGER_CLUSTER_TEMPLATES)
+    plain = _tagger(ewt_refs, base, "en_brown_1000", n_train=None)
+    with_codes = _tagger(ewt_refs, base + list(TAGGER_CASEFREQ_TEMPLATES), "en_brown_1000", n_train=None)
+    assert "cluster_stats" not in codec.encode(plain.get_pipe("sparse_tagger").sparse)
+    model = with_codes.get_pipe("sparse_tagger").sparse
+    assert model.lex_clusters.has_stats and "cluster_stats" in codec.encode(model)
+    assert SparseLinearModel.from_bytes(model.to_bytes()).lex_clusters == model.lex_clusters
+
+    seen = {t.text for doc in ewt_refs["train"] for t in doc}
+    dev = ewt_refs["dev"]
+
+    def right_on_new_words(nlp):
+        docs = nlp.pipe(nlp.make_doc(d.text) for d in dev)
+        return sum(p.tag_ == g.tag_ for doc, ref in zip(docs, dev) for p, g in zip(doc, ref)
+                   if len(doc) == len(ref) and g.text not in seen)
+
+    assert right_on_new_words(with_codes) >= right_on_new_words(plain) + 10  # 463 against 449 of 562
 
 
 def test_model_without_clusters_stores_no_table(ewt_refs):

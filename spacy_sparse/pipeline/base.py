@@ -279,6 +279,11 @@ class SparsePipe(TrainablePipe):
         table = word_clusters.resolve(source, lang)
         if not table:
             raise ValueError(f"clusters {str(source)!r} hold no word")
+        if word_clusters.CASEFREQ not in reads:
+            table = table.without_stats()  # a model keeps only what its templates read
+        elif not table.has_stats:
+            raise ValueError(f"{self.name!r} has templates reading casefreq but clusters {str(source)!r} hold no "
+                             "casefreq codes (\"en_brown_1000\" and \"lookups\" have them)")
         model.lex_clusters = table
         self.lexicon.set_clusters(table)
 
