@@ -13,6 +13,11 @@ usual case (lower, Title or UPPER), how far that case leads the others and
 how frequent the word is. A word the training data never had then still
 shows whether it is usually a name (`lisa` -> Lisa) or a common word
 (`Laughter` -> laughter), which a tagger cannot see from the form alone.
+It can hold the form's WordNet readings as well (`wnpos`, from the lemma
+tables of the same package): the parts of speech whose lemma lists hold the
+form, as it is or through an inflection rule (`transmittal`: a noun;
+`clashed`: a verb's -ed form), so a new word gets the word classes a
+dictionary gives it.
 
 A table maps a word form's 64-bit string hash, folded to 32 bits as feature
 keys are, to its path. It travels inside each model file that uses it, so a
@@ -28,7 +33,7 @@ component's `[initialize.components.*]` block):
 - a path to a table written by `python -m spacy_sparse clusters`.
 """
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple, Union
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -38,7 +43,8 @@ FORMAT_NAME = "spacy-sparse-clusters"
 # path prefixes read by the atoms, and their LEX_ATTRS names; 99 = the whole path
 PREFIXES: Tuple[Tuple[str, int], ...] = (("clu4", 4), ("clu6", 6), ("clu10", 10), ("clu", 99))
 CASEFREQ = "casefreq"  # the atom of a lowercase form's case and frequency code
-ATOMS = frozenset([name for name, _ in PREFIXES] + [CASEFREQ])
+WNPOS = "wnpos"  # the atom of a lowercase form's WordNet readings
+ATOMS = frozenset([name for name, _ in PREFIXES] + [CASEFREQ, WNPOS])
 # Forms rarer than this (natural log of the probability in lexeme_prob) get no
 # casefreq code: 116k lowercase English forms are kept, most of the word types
 # the EWT training data lacks that the table knows at all.
@@ -53,26 +59,32 @@ class ClusterTable:
     lookup (once per new word type) is a binary search. Not changed after
     it is made, so components and lexicons share one freely."""
 
-    __slots__ = ("keys", "paths", "stats", "has_stats")
+    __slots__ = ("keys", "paths", "stats", "senses", "has_stats", "has_senses")
 
     def __init__(self, keys: Optional[np.ndarray] = None, paths: Optional[np.ndarray] = None,
-                 stats: Optional[np.ndarray] = None):
+                 stats: Optional[np.ndarray] = None, senses: Optional[np.ndarray] = None):
         self.keys = np.zeros(0, dtype=np.uint32) if keys is None else np.ascontiguousarray(keys, dtype=np.uint32)
         self.paths = np.zeros(0, dtype=np.uint64) if paths is None else np.ascontiguousarray(paths, dtype=np.uint64)
-        # casefreq code of a lowercase form (0: none); a key may carry a code and no path (0)
+        # casefreq code and WordNet reading bits of a lowercase form (0: none); a
+        # key may carry codes and no path (0)
         self.stats = (np.zeros(self.keys.shape, dtype=np.uint8) if stats is None
                       else np.ascontiguousarray(stats, dtype=np.uint8))
+        self.senses = (np.zeros(self.keys.shape, dtype=np.uint16) if senses is None
+                       else np.ascontiguousarray(senses, dtype=np.uint16))
         if (self.keys.shape != self.paths.shape or self.keys.shape != self.stats.shape
-                or np.any(self.keys[1:] <= self.keys[:-1])):
+                or self.keys.shape != self.senses.shape or np.any(self.keys[1:] <= self.keys[:-1])):
             raise ValueError("a cluster table needs one path and one code per key and keys sorted without repeats")
         self.has_stats = bool(self.stats.any())
+        self.has_senses = bool(self.senses.any())
 
     @classmethod
-    def from_dict(cls, table: Dict[int, int], stats: Optional[Dict[int, int]] = None) -> "ClusterTable":
-        stats = stats or {}
-        keys = np.array(sorted(set(table) | set(stats)), dtype=np.uint32)
-        return cls(keys, np.array([table.get(k, 0) for k in keys.tolist()], dtype=np.uint64),
-                   np.array([stats.get(k, 0) for k in keys.tolist()], dtype=np.uint8))
+    def from_dict(cls, table: Dict[int, int], stats: Optional[Dict[int, int]] = None,
+                  senses: Optional[Dict[int, int]] = None) -> "ClusterTable":
+        stats, senses = stats or {}, senses or {}
+        keys = np.array(sorted(set(table) | set(stats) | set(senses)), dtype=np.uint32).tolist()
+        return cls(np.array(keys, dtype=np.uint32), np.array([table.get(k, 0) for k in keys], dtype=np.uint64),
+                   np.array([stats.get(k, 0) for k in keys], dtype=np.uint8),
+                   np.array([senses.get(k, 0) for k in keys], dtype=np.uint16))
 
     def _find(self, key: int) -> int:
         i = int(np.searchsorted(self.keys, key))
@@ -88,12 +100,21 @@ class ClusterTable:
         i = self._find(key)
         return int(self.stats[i]) if i >= 0 else 0
 
-    def without_stats(self) -> "ClusterTable":
-        """The paths alone: what a model whose templates read no casefreq keeps."""
-        if not self.has_stats:
+    def readings(self, key: int) -> int:
+        """The WordNet reading bits of a lowercase form's key (0: none)."""
+        i = self._find(key)
+        return int(self.senses[i]) if i >= 0 else 0
+
+    def keeping(self, atoms: Iterable[str]) -> "ClusterTable":
+        """Only the columns the `atoms` read (paths always): what a model
+        keeps of a table."""
+        atoms = set(atoms)
+        stats = self.stats if CASEFREQ in atoms else np.zeros_like(self.stats)
+        senses = self.senses if WNPOS in atoms else np.zeros_like(self.senses)
+        keep = (self.paths > 0) | (stats > 0) | (senses > 0)
+        if keep.all() and stats is self.stats and senses is self.senses:
             return self
-        keep = self.paths > 0
-        return ClusterTable(self.keys[keep], self.paths[keep])
+        return ClusterTable(self.keys[keep], self.paths[keep], stats[keep], senses[keep])
 
     def items(self) -> Iterable[Tuple[int, int]]:
         """(key, path) of the forms that have a path."""
@@ -131,15 +152,24 @@ def key_of(text: str) -> int:
     return fold(get_string_id(text))
 
 
-def table_from_words(pairs: Iterable[Tuple[str, int]], logprobs: Optional[Dict[str, float]] = None) -> ClusterTable:
+def table_from_words(pairs: Iterable[Tuple[str, int]], logprobs: Optional[Dict[str, float]] = None,
+                     lemmas: Optional["Lemmas"] = None) -> ClusterTable:
     """(word, path int) pairs -> a table. A form whose lowercase has the same
     path is left out (the lookup falls back to the lowercase), which makes
     the table a third smaller. `logprobs` (word form -> log probability, as
-    lexeme_prob has them) add each lowercase form's casefreq code."""
+    lexeme_prob has them) add each lowercase form's casefreq code, and
+    `lemmas` the WordNet readings of the lowercase forms of `logprobs` and
+    of the lemmas themselves."""
     words = {w: int(p) for w, p in pairs if w and int(p) > 1}
+    codes = casefreq_codes(logprobs or {})
+    readings = {}
+    if lemmas:  # every form of the corpus and every one-word lemma, however rare
+        forms = {w.lower() for w in logprobs or {}} | {w for ws in lemmas.index.values() for w in ws if "_" not in w}
+        readings = {w: wordnet_readings(lemmas, w) for w in forms if w}
     return ClusterTable.from_dict({key_of(w): p for w, p in words.items()
                                    if not (w != w.lower() and words.get(w.lower()) == p)},
-                                  {key_of(w): c for w, c in casefreq_codes(logprobs or {}).items()})
+                                  {key_of(w): c for w, c in codes.items()},
+                                  {key_of(w): r for w, r in readings.items() if r})
 
 
 # the casefreq code's parts: the usual case, its lead over the next case, the frequency
@@ -169,6 +199,44 @@ def casefreq_codes(logprobs: Dict[str, float]) -> Dict[str, int]:
     return {w: c for w, c in codes.items() if c}
 
 
+class Lemmas(NamedTuple):
+    """WordNet's lemma lists per part of speech, its irregular forms and
+    the suffix rules of spaCy's rule lemmatizer (spacy-lookups-data)."""
+    index: Dict[str, frozenset]
+    exceptions: Dict[str, Dict[str, List[str]]]
+    rules: Dict[str, List[List[str]]]
+
+
+# One bit per reading of a form: (part of speech, how the form reaches the lemma).
+# "base": the form is a lemma; "irregular": WordNet lists it as an irregular
+# form; otherwise the suffix a rule strips (`ies` and `es` count as `s`).
+READINGS: Tuple[Tuple[str, str], ...] = (
+    ("noun", "base"), ("noun", "s"), ("noun", "irregular"),
+    ("verb", "base"), ("verb", "s"), ("verb", "ed"), ("verb", "ing"), ("verb", "irregular"),
+    ("adj", "base"), ("adj", "er"), ("adj", "est"), ("adj", "irregular"),
+    ("adv", "base"),
+)
+_READING_BIT = {reading: 1 << i for i, reading in enumerate(READINGS)}
+
+
+def _suffix_kind(old: str) -> str:
+    return "s" if old.endswith("s") or old == "men" else old
+
+
+def wordnet_readings(lemmas: Lemmas, form: str) -> int:
+    """The reading bits of a lowercase form (READINGS)."""
+    bits = 0
+    for pos, lemma_set in lemmas.index.items():
+        if form in lemma_set:
+            bits |= _READING_BIT.get((pos, "base"), 0)
+        if form in lemmas.exceptions.get(pos, {}):
+            bits |= _READING_BIT.get((pos, "irregular"), 0)
+        for old, new in lemmas.rules.get(pos, []):
+            if old and form.endswith(old) and form[: len(form) - len(old)] + new in lemma_set:
+                bits |= _READING_BIT.get((pos, _suffix_kind(old)), 0)
+    return bits
+
+
 def path_int(bits: str) -> int:
     """'0110' -> 0b10110 (a leading 1 keeps leading zeros)."""
     if not bits or len(bits) > MAX_PATH_BITS or set(bits) - {"0", "1"}:
@@ -194,7 +262,8 @@ def read_liang(path: Path) -> ClusterTable:
 def read_lookups(lang: str) -> ClusterTable:
     """spacy-lookups-data's `{lang}_lexeme_cluster` table (word forms kept,
     so case variants can be merged), with casefreq codes from its
-    `{lang}_lexeme_prob` table where it has one."""
+    `{lang}_lexeme_prob` table and WordNet readings from its lemma tables
+    where it has them."""
     import gzip
     import json
 
@@ -207,12 +276,17 @@ def read_lookups(lang: str) -> ClusterTable:
         raise ValueError(f"spacy-lookups-data has no lexeme_cluster table for language {lang!r}")
     with gzip.open(path, "rt", encoding="utf8") as f:
         pairs = json.load(f)
-    probs = path.parent / f"{lang}_lexeme_prob.json.gz"
-    logprobs = {}
-    if probs.exists():
-        with gzip.open(probs, "rt", encoding="utf8") as f:
-            logprobs = json.load(f)
-    return table_from_words(pairs.items(), logprobs)
+    def table(name: str) -> Optional[dict]:
+        found = path.parent / f"{lang}_{name}.json.gz"
+        if not found.exists():
+            return None
+        with gzip.open(found, "rt", encoding="utf8") as f:
+            return json.load(f)
+
+    index, exceptions, rules = table("lemma_index"), table("lemma_exc"), table("lemma_rules")
+    lemmas = (Lemmas({pos: frozenset(words) for pos, words in index.items()}, exceptions or {}, rules or {})
+              if index else None)
+    return table_from_words(pairs.items(), table("lexeme_prob") or {}, lemmas)
 
 
 def resolve(source: Union[str, Path], lang: str = "en") -> ClusterTable:
@@ -241,6 +315,8 @@ def encode(table: ClusterTable) -> Dict[str, object]:
     out = {"cluster_keys": _zipped(np.diff(keys, prepend=np.uint64(0))), "cluster_paths": _zipped(table.paths)}
     if table.has_stats:
         out["cluster_stats"] = _zipped(table.stats)
+    if table.has_senses:
+        out["cluster_senses"] = _zipped(table.senses)
     return out
 
 
@@ -253,14 +329,15 @@ def decode(msg: Dict[str, object]) -> ClusterTable:
     steps = _array(msg, "cluster_keys", (np.uint64,), 1, limit=MAX_ENTRIES)
     paths = _array(msg, "cluster_paths", (np.uint64,), 1, limit=MAX_ENTRIES)
     stats = _array(msg, "cluster_stats", (np.uint8,), 1, limit=MAX_ENTRIES) if "cluster_stats" in msg else None
+    senses = _array(msg, "cluster_senses", (np.uint16,), 1, limit=MAX_ENTRIES) if "cluster_senses" in msg else None
     keys = np.cumsum(steps, dtype=np.uint64)
     if keys.size and int(keys.max()) > 0xFFFFFFFF:
         raise ValueError("Corrupt model: the cluster table is damaged")
     if paths.size and (int(paths.max()) >= 1 << (MAX_PATH_BITS + 1) or bool(np.any(paths == 1))
-                       or (stats is None and int(paths.min()) < 2)):
+                       or (stats is None and senses is None and int(paths.min()) < 2)):
         raise ValueError("Corrupt model: cluster paths out of range")
     try:
-        return ClusterTable(keys, paths, stats)  # checks the lengths and that keys climb
+        return ClusterTable(keys, paths, stats, senses)  # checks the lengths and that keys climb
     except ValueError:
         raise ValueError("Corrupt model: the cluster table is damaged") from None
 
@@ -284,22 +361,30 @@ def read_table(data: bytes) -> ClusterTable:
 def atoms(table: ClusterTable, text: str) -> Dict[str, int]:
     """The `clu*` atom values of a word form: its path (or that of its
     lowercase or title-case form) cut to each prefix length, hashed; 0 for a
-    form the table does not hold; and its casefreq value."""
-    return dict(zip([name for name, _ in PREFIXES] + [CASEFREQ], atom_values(table, text)))
+    form the table does not hold; and its casefreq and wnpos values."""
+    return dict(zip([name for name, _ in PREFIXES] + [CASEFREQ, WNPOS], atom_values(table, text)))
 
 
 NO_CLUSTER = (0,) * len(PREFIXES)
 _CODE_VALUES = tuple([0] + [get_string_id(f"casefreq:{code}") for code in range(1, 256)])
+_READING_VALUES: Dict[int, int] = {0: 0}  # reading bits -> atom value
 _VALUES_OF_PATH: Dict[int, Tuple[int, ...]] = {}  # path -> its atom values (paths are few: 1,000 clusters)
 
 
 def atom_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
-    """atoms() as a tuple: the PREFIXES values, then casefreq (the
-    lexicon's per-type path)."""
+    """atoms() as a tuple: the PREFIXES values, then casefreq and wnpos
+    (the lexicon's per-type path)."""
     if not table:
-        return NO_CLUSTER + (0,)
-    code = _CODE_VALUES[table.code(key_of(text.lower()))] if table.has_stats else 0
-    return _path_values(table, text) + (code,)
+        return NO_CLUSTER + (0, 0)
+    key = key_of(text.lower())
+    code = _CODE_VALUES[table.code(key)] if table.has_stats else 0
+    reading = 0
+    if table.has_senses:
+        bits = table.readings(key)
+        reading = _READING_VALUES.get(bits)
+        if reading is None:
+            reading = _READING_VALUES[bits] = get_string_id(f"wnpos:{bits}")
+    return _path_values(table, text) + (code, reading)
 
 
 def _path_values(table: ClusterTable, text: str) -> Tuple[int, ...]:

@@ -37,7 +37,8 @@ def _hash(text: str) -> int:
 # lexical_atoms writes its values in this order
 _ORDER = ("orth", "lower", "norm", "shape", "pre1", "pre2", "pre3", "pre4", "suf1", "suf2", "suf3", "suf4",
           "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct", "amb", "cshape")
-if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES) + (word_clusters.CASEFREQ,):
+if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES) + (word_clusters.CASEFREQ,
+                                                                           word_clusters.WNPOS):
     raise ImportError("lexicon.lexical_atoms is out of step with templates.LEX_ATTRS")
 
 
@@ -45,8 +46,8 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
                   clusters: Optional[word_clusters.ClusterTable] = None) -> Tuple[int, ...]:
     """Atom values of one word form, in the column order of LEX_ATTRS.
     `classes` maps a lowercase form's hash to its ambiguity class value,
-    `clusters` a form's folded hash to its cluster path and casefreq code
-    (clusters.py).
+    `clusters` a form's folded hash to its cluster path, casefreq code and
+    WordNet readings (clusters.py).
     Runs once per new word type: as a tuple, without a dict per call."""
     lex = vocab[text]
     lower = _hash(text.lower())

@@ -294,16 +294,29 @@ TAGGER_CASEFREQ_TEMPLATES: Tuple[str, ...] = (
 )
 
 
+# The WordNet readings of the word and the next one (clusters.py, `wnpos`):
+# the word classes a dictionary gives a word the training data lacks.
+TAGGER_WORDNET_TEMPLATES: Tuple[str, ...] = (
+    "wnpos@0",
+    "wnpos@0+suf3@0",
+    "wnpos@0+tag@-1",
+    "wnpos@1",
+    "wnpos@0+casefreq@0",
+)
+
+
 @registry.misc("spacy_sparse.tagger_templates.v1")
-def tagger_templates_v1(space: bool = False, clusters: bool = False, casefreq: bool = False) -> List[str]:
+def tagger_templates_v1(space: bool = False, clusters: bool = False, casefreq: bool = False,
+                        wordnet: bool = False) -> List[str]:
     """The default tagging template set, in its cheap default order;
     `space` adds templates over the whitespace around the token, `clusters`
     over word clusters (the component then needs a cluster table), `casefreq`
-    over the words' usual case and frequency (a table with casefreq codes),
-    at the end."""
+    over the words' usual case and frequency, `wordnet` over their WordNet
+    readings (a table with those codes), at the end."""
     return (list(TAGGER_TEMPLATES) + (list(TAGGER_SPACE_TEMPLATES) if space else [])
             + (list(TAGGER_CLUSTER_TEMPLATES) if clusters else [])
-            + (list(TAGGER_CASEFREQ_TEMPLATES) if casefreq else []))
+            + (list(TAGGER_CASEFREQ_TEMPLATES) if casefreq else [])
+            + (list(TAGGER_WORDNET_TEMPLATES) if wordnet else []))
 
 
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms

@@ -23,7 +23,8 @@ def test_shipped_table_groups_words_used_alike(shipped):
     # case variants fall back to the lowercase and title-case forms the table holds
     assert clusters.atoms(shipped, "TUESDAY") == day
     assert clusters.atoms(shipped, "cOMMITTEE") == noun
-    assert clusters.atoms(shipped, "qzxvjkwq") == {name: 0 for name in [n for n, _ in clusters.PREFIXES] + ["casefreq"]}
+    assert clusters.atoms(shipped, "qzxvjkwq") == {name: 0 for name in [n for n, _ in clusters.PREFIXES] + ["casefreq",
+                                                                                                          "wnpos"]}
 
 
 def test_casefreq_codes_tell_names_from_common_words(shipped):
@@ -42,7 +43,27 @@ def test_casefreq_codes_tell_names_from_common_words(shipped):
     usual = {w: (shipped.code(clusters.key_of(w)) - 1) // 32 for w in ("lisa", "matt", "laughter", "committee", "ipo")}
     assert usual == {"lisa": 1, "matt": 1, "laughter": 0, "committee": 0, "ipo": 2}
     assert len({value["committee"], value["IPO"], value["lisa"]}) == 3 and all(value.values())
-    assert not shipped.without_stats().has_stats and shipped.without_stats().n_clusters == shipped.n_clusters
+    paths_only = shipped.keeping(["clu"])
+    assert not paths_only.has_stats and not paths_only.has_senses and paths_only.n_clusters == shipped.n_clusters
+    assert len(paths_only) < len(shipped.keeping(["casefreq"])) < len(shipped)
+
+
+def test_wordnet_readings_of_new_words(shipped):
+    lemmas = clusters.Lemmas({"noun": frozenset({"clash", "box", "run"}), "verb": frozenset({"clash", "run"}),
+                              "adj": frozenset({"big"}), "adv": frozenset()},
+                             {"verb": {"ran": ["run"]}, "adj": {"bigger": ["big"]}},
+                             {"noun": [["s", ""], ["xes", "x"]], "verb": [["es", ""], ["ed", ""], ["ing", ""]],
+                              "adj": [["er", ""]]})
+    bits = {w: clusters.wordnet_readings(lemmas, w) for w in ("clashed", "boxes", "clash", "ran", "bigger", "qq")}
+    named = {w: {clusters.READINGS[i] for i in range(len(clusters.READINGS)) if b >> i & 1} for w, b in bits.items()}
+    assert named["clashed"] == {("verb", "ed")} and named["boxes"] == {("noun", "s")}
+    assert named["clash"] == {("noun", "base"), ("verb", "base")} and named["ran"] == {("verb", "irregular")}
+    assert named["bigger"] == {("adj", "irregular")} and named["qq"] == set()
+    # the shipped table has the readings of spacy-lookups-data's WordNet tables, also for rare words
+    value = {w: clusters.atoms(shipped, w)["wnpos"] for w in ("transmittal", "Transmittal", "oolong", "forensic",
+                                                              "qzxvjkwq")}
+    assert value["transmittal"] == value["Transmittal"] == value["oolong"] != value["forensic"]
+    assert value["qzxvjkwq"] == 0 and value["forensic"]
 
 
 def test_liang_paths_file(tmp_path):
@@ -79,6 +100,11 @@ def test_corrupt_table_is_a_value_error(shipped):
     assert clusters.decode(msg).code(9) == 7 and clusters.decode(msg).get(9) is None
     msg["cluster_stats"] = clusters.encode(clusters.ClusterTable.from_dict({}, {9: 7}))["cluster_stats"]
     with pytest.raises(ValueError, match="damaged"):  # one code for two keys
+        clusters.decode(msg)
+    msg = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011}, {}, {9: 300}))
+    assert clusters.decode(msg).readings(9) == 300 and not clusters.decode(msg).has_stats
+    msg["cluster_senses"] = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011, 9: 0b11}, {}, {5: 1, 9: 2, 7: 3}))["cluster_senses"]
+    with pytest.raises(ValueError, match="damaged"):  # three readings for two keys
         clusters.decode(msg)
 
 
@@ -117,12 +143,16 @@ def test_tagger_reads_clusters_and_saves_them(ewt_refs):
     assert [[t.tag_ for t in doc] for doc in nlp.pipe(eg.predicted.copy() for eg in dev)] != tags
 
 
+WORDNET_GAIN = 10  # 478 against 463
+
+
 def test_tagger_reads_casefreq_where_words_are_new(ewt_refs):
     """On words the training slice never had, the usual case and frequency of
-    the word (casefreq) tell names from common words: more of them get the
-    right tag, and the codes travel in the model file."""
+    the word (casefreq) tell names from common words, and WordNet's readings
+    (wnpos) the word classes: more of them get the right tag, and the codes
+    travel in the model file."""
     from spacy_sparse import codec
-    from spacy_sparse.templates import TAGGER_CASEFREQ_TEMPLATES
+    from spacy_sparse.templates import TAGGER_CASEFREQ_TEMPLATES, TAGGER_WORDNET_TEMPLATES
 
     base = list(TAGGER_TEMPLATES[:12]) + list(TAGGER_CLUSTER_TEMPLATES)
     plain = _tagger(ewt_refs, base, "en_brown_1000", n_train=None)
@@ -141,6 +171,12 @@ def test_tagger_reads_casefreq_where_words_are_new(ewt_refs):
                    if len(doc) == len(ref) and g.text not in seen)
 
     assert right_on_new_words(with_codes) >= right_on_new_words(plain) + 10  # 463 against 449 of 562
+    # WordNet's readings (wnpos) on top
+    with_readings = _tagger(ewt_refs, base + list(TAGGER_CASEFREQ_TEMPLATES) + list(TAGGER_WORDNET_TEMPLATES),
+                            "en_brown_1000", n_train=None)
+    table = with_readings.get_pipe("sparse_tagger").sparse.lex_clusters
+    assert table.has_senses and not model.lex_clusters.has_senses
+    assert right_on_new_words(with_readings) >= right_on_new_words(with_codes) + WORDNET_GAIN
 
 
 def test_model_without_clusters_stores_no_table(ewt_refs):

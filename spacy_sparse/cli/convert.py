@@ -65,6 +65,7 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(write_table(table))
     msg.good(f"{args.source} -> {out}: {len(table):,} word forms, {table.n_clusters:,} clusters, "
+             f"{int((table.stats > 0).sum()):,} casefreq codes, {int((table.senses > 0).sum()):,} WordNet readings, "
              f"{out.stat().st_size:,} bytes")
     return 0
 

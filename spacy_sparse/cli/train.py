@@ -117,10 +117,15 @@ This model is derived from UD English-EWT, which is licensed under CC BY-SA 4.0
 (https://creativecommons.org/licenses/by-sa/4.0/); the model is shared under the same licence.
 {pruned}{clusters}"""
 
-CLUSTERS_NOTE = """The word-cluster table in the model files of {pipes} is en_brown_1000, made from the
-en_lexeme_cluster table of spacy-lookups-data (MIT licence, copyright (c) 2019 ExplosionAI GmbH; the licence
-text is spacy_sparse/data/clusters/LICENSE in the spacy-sparse package).
+CLUSTERS_NOTE = """The word-cluster table in the model files of {pipes} is from en_brown_1000, made from the
+en_lexeme_cluster, en_lexeme_prob and en_lemma_* tables of spacy-lookups-data (MIT licence, copyright (c) 2019
+ExplosionAI GmbH; the licence text is spacy_sparse/data/clusters/LICENSE in the spacy-sparse package).
 """
+# a table with WordNet readings carries WordNet's licence, whose text must go with every copy
+WORDNET_NOTE = """The WordNet readings (wnpos) in the model files of {pipes} are derived from WordNet 3.0, under
+this licence:
+
+WordNet Release 3.0{licence}"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
 SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, then compress-default)"),
@@ -202,6 +207,10 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     pruned = f"Weights with |w| < {args.min_weight:g} were dropped to keep the package small.\n" if dropped else ""
     with_clusters = [pipe.name for pipe in sparse if pipe._require_model().lex_clusters]
     clusters = CLUSTERS_NOTE.format(pipes=", ".join(with_clusters)) if with_clusters else ""
+    with_readings = [pipe.name for pipe in sparse if pipe._require_model().lex_clusters.has_senses]
+    if with_readings:
+        licence = (Path(__file__).parent.parent / "data" / "clusters" / "LICENSE").read_text(encoding="utf8")
+        clusters += WORDNET_NOTE.format(pipes=", ".join(with_readings), licence=licence.split("WordNet Release 3.0", 1)[1])
     note = DEFAULT_NOTE.format(pipes=", ".join(nlp.pipe_names), command=command, pruned=pruned, clusters=clusters)
     (target / "LICENSE").write_text(note)
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())

@@ -279,11 +279,11 @@ class SparsePipe(TrainablePipe):
         table = word_clusters.resolve(source, lang)
         if not table:
             raise ValueError(f"clusters {str(source)!r} hold no word")
-        if word_clusters.CASEFREQ not in reads:
-            table = table.without_stats()  # a model keeps only what its templates read
-        elif not table.has_stats:
-            raise ValueError(f"{self.name!r} has templates reading casefreq but clusters {str(source)!r} hold no "
-                             "casefreq codes (\"en_brown_1000\" and \"lookups\" have them)")
+        for atom, held in ((word_clusters.CASEFREQ, table.has_stats), (word_clusters.WNPOS, table.has_senses)):
+            if atom in reads and not held:
+                raise ValueError(f"{self.name!r} has templates reading {atom} but clusters {str(source)!r} hold no "
+                                 f"{atom} codes (\"en_brown_1000\" and \"lookups\" have them)")
+        table = table.keeping(reads)  # a model keeps only what its templates read
         model.lex_clusters = table
         self.lexicon.set_clusters(table)
 
