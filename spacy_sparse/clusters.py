@@ -81,7 +81,7 @@ class ClusterTable:
     def from_dict(cls, table: Dict[int, int], stats: Optional[Dict[int, int]] = None,
                   senses: Optional[Dict[int, int]] = None) -> "ClusterTable":
         stats, senses = stats or {}, senses or {}
-        keys = np.array(sorted(set(table) | set(stats) | set(senses)), dtype=np.uint32).tolist()
+        keys = sorted(set(table) | set(stats) | set(senses))
         return cls(np.array(keys, dtype=np.uint32), np.array([table.get(k, 0) for k in keys], dtype=np.uint64),
                    np.array([stats.get(k, 0) for k in keys], dtype=np.uint8),
                    np.array([senses.get(k, 0) for k in keys], dtype=np.uint16))
@@ -95,15 +95,16 @@ class ClusterTable:
         i = self._find(key)
         return int(self.paths[i]) if i >= 0 and self.paths[i] else None
 
-    def code(self, key: int) -> int:
-        """The casefreq code of a lowercase form's key (0: none)."""
+    def codes(self, key: int) -> Tuple[int, int]:
+        """The casefreq code and WordNet reading bits of a lowercase form's key (0: none)."""
         i = self._find(key)
-        return int(self.stats[i]) if i >= 0 else 0
+        return (int(self.stats[i]), int(self.senses[i])) if i >= 0 else (0, 0)
+
+    def code(self, key: int) -> int:
+        return self.codes(key)[0]
 
     def readings(self, key: int) -> int:
-        """The WordNet reading bits of a lowercase form's key (0: none)."""
-        i = self._find(key)
-        return int(self.senses[i]) if i >= 0 else 0
+        return self.codes(key)[1]
 
     def keeping(self, atoms: Iterable[str]) -> "ClusterTable":
         """Only the columns the `atoms` read (paths always): what a model
@@ -130,7 +131,8 @@ class ClusterTable:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, ClusterTable) and np.array_equal(self.keys, other.keys)
-                and np.array_equal(self.paths, other.paths) and np.array_equal(self.stats, other.stats))
+                and np.array_equal(self.paths, other.paths) and np.array_equal(self.stats, other.stats)
+                and np.array_equal(self.senses, other.senses))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -139,7 +141,7 @@ EMPTY = ClusterTable()
 
 
 def atoms_read(templates: Iterable) -> List[str]:
-    """The `clu*` and `casefreq` atoms a set of parsed templates reads (sorted)."""
+    """The `clu*`, `casefreq` and `wnpos` atoms a set of parsed templates reads (sorted)."""
     return sorted({a.attr for t in templates for a in t.atoms} & ATOMS)
 
 
@@ -172,8 +174,8 @@ def table_from_words(pairs: Iterable[Tuple[str, int]], logprobs: Optional[Dict[s
                                   {key_of(w): r for w, r in readings.items() if r})
 
 
-# the casefreq code's parts: the usual case, its lead over the next case, the frequency
-CASES = ("lower", "title", "upper")
+# the casefreq code's parts: the usual case (0 lower, 1 Title, 2 UPPER), its lead
+# over the next case, the frequency
 LEAD_EDGES = (1.0, 2.5, 5.0)  # natural-log units between the usual case and the next
 FREQ_EDGES = (-8.0, -10.0, -12.0, -14.0, -16.0)  # the usual form's log probability
 
@@ -376,15 +378,11 @@ def atom_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
     (the lexicon's per-type path)."""
     if not table:
         return NO_CLUSTER + (0, 0)
-    key = key_of(text.lower())
-    code = _CODE_VALUES[table.code(key)] if table.has_stats else 0
-    reading = 0
-    if table.has_senses:
-        bits = table.readings(key)
-        reading = _READING_VALUES.get(bits)
-        if reading is None:
-            reading = _READING_VALUES[bits] = get_string_id(f"wnpos:{bits}")
-    return _path_values(table, text) + (code, reading)
+    code, bits = table.codes(key_of(text.lower())) if table.has_stats or table.has_senses else (0, 0)
+    reading = _READING_VALUES.get(bits)
+    if reading is None:
+        reading = _READING_VALUES[bits] = get_string_id(f"wnpos:{bits}")
+    return _path_values(table, text) + (_CODE_VALUES[code], reading)
 
 
 def _path_values(table: ClusterTable, text: str) -> Tuple[int, ...]:

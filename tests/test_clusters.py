@@ -103,6 +103,7 @@ def test_corrupt_table_is_a_value_error(shipped):
         clusters.decode(msg)
     msg = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011}, {}, {9: 300}))
     assert clusters.decode(msg).readings(9) == 300 and not clusters.decode(msg).has_stats
+    assert clusters.decode(msg) != clusters.ClusterTable.from_dict({5: 0b1011}, {}, {9: 301})  # readings count
     msg["cluster_senses"] = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011, 9: 0b11}, {}, {5: 1, 9: 2, 7: 3}))["cluster_senses"]
     with pytest.raises(ValueError, match="damaged"):  # three readings for two keys
         clusters.decode(msg)

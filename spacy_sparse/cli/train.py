@@ -210,7 +210,8 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     with_readings = [pipe.name for pipe in sparse if pipe._require_model().lex_clusters.has_senses]
     if with_readings:
         licence = (Path(__file__).parent.parent / "data" / "clusters" / "LICENSE").read_text(encoding="utf8")
-        clusters += WORDNET_NOTE.format(pipes=", ".join(with_readings), licence=licence.split("WordNet Release 3.0", 1)[1])
+        clusters += WORDNET_NOTE.format(pipes=", ".join(with_readings),
+                                        licence=licence.split("WordNet Release 3.0", 1)[1])
     note = DEFAULT_NOTE.format(pipes=", ".join(nlp.pipe_names), command=command, pruned=pruned, clusters=clusters)
     (target / "LICENSE").write_text(note)
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
