@@ -21,6 +21,7 @@ LEX_ATTRS: Tuple[str, ...] = (
     "clu4", "clu6", "clu10", "clu",  # Brown cluster path prefixes (clusters.py)
     "casefreq",  # usual case and frequency of the lowercase form in a large corpus (clusters.py)
     "wnpos",  # the lowercase form's WordNet readings: parts of speech and inflections (clusters.py)
+    "is_space",  # the form is whitespace (spaCy's IS_SPACE): how a batch finds whitespace tokens (views.py)
 )
 LEX_COLUMN: Dict[str, int] = {name: i for i, name in enumerate(LEX_ATTRS)}
 LOWER = LEX_COLUMN["lower"]  # the column the `hist` memory is keyed by

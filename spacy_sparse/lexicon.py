@@ -38,7 +38,7 @@ def _hash(text: str) -> int:
 _ORDER = ("orth", "lower", "norm", "shape", "pre1", "pre2", "pre3", "pre4", "suf1", "suf2", "suf3", "suf4",
           "is_title", "is_upper", "like_num", "has_hyphen", "has_digit", "is_punct", "amb", "cshape")
 if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES) + (word_clusters.CASEFREQ,
-                                                                           word_clusters.WNPOS):
+                                                                           word_clusters.WNPOS, "is_space"):
     raise ImportError("lexicon.lexical_atoms is out of step with templates.LEX_ATTRS")
 
 
@@ -59,7 +59,8 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         int(any(c.isdigit() for c in text)), int(lex.is_punct),
         classes.get(lower, 0) if classes else 0,
         _hash(collapsed_shape(text)),
-    ) + word_clusters.atom_values(clusters if clusters is not None else word_clusters.EMPTY, text)
+    ) + word_clusters.atom_values(clusters if clusters is not None else word_clusters.EMPTY, text) + (
+        int(text.isspace()),)
 
 
 _ASCII_CLASS = str.maketrans({chr(i): ("A" if chr(i).isupper() else "a" if chr(i).islower()

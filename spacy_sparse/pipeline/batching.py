@@ -2,7 +2,7 @@
 for training."""
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import ORTH, SENT_START
@@ -22,6 +22,9 @@ MIN_TOKENS_PER_THREAD = 2000
 # teaches (the parser draws its per-batch random choices per run).
 # spacy train's batches stay far below it.
 MAX_TRAIN_CELLS = 128_000_000
+
+# what Lexicon.lookup gives: rows, the value table they index, its generation
+LexRows = Tuple[np.ndarray, np.ndarray, int]
 
 
 def token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]]:
@@ -45,7 +48,10 @@ class DocColumns:
     A call costs about a microsecond whatever its width, as much as labelling
     a short sentence: a call per attribute made a batch of one-sentence docs
     cost more in Python than in the kernels. ORTH and SENT_START are always
-    read; `parts` gives the docs' arrays when the caller has them already."""
+    read; `parts` gives the docs' arrays when the caller has them already.
+    `looked_up` holds a lexicon's rows for the ORTH column once someone
+    looked them up (views.Views does, to find whitespace tokens), so a
+    DocBatch with the same lexicon does not look them up again."""
 
     def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (),
                  parts: Optional[List[np.ndarray]] = None):
@@ -59,6 +65,15 @@ class DocColumns:
             self.table = parts[0]
         else:
             self.table = np.concatenate(parts) if parts else np.zeros((0, len(self.attrs)), dtype=np.uint64)
+        self.looked_up: Optional[Tuple[Lexicon, LexRows]] = None
+
+    def lex_rows(self, docs: Sequence[Doc], lexicon: Lexicon) -> "LexRows":
+        """The lexicon's rows for the ORTH column (Lexicon.lookup), looked up
+        once per lexicon."""
+        if self.looked_up is None or self.looked_up[0] is not lexicon:
+            others = list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
+            self.looked_up = (lexicon, lexicon.lookup(np.ascontiguousarray(self[ORTH]), others))
+        return self.looked_up[1]
 
     def __getitem__(self, attr: int) -> np.ndarray:
         return self.table[:, self.attrs.index(attr)]
@@ -111,8 +126,7 @@ class DocBatch:
         self.columns = columns = DocColumns(docs) if columns is None else columns
         self.doc_off = columns.doc_off
         self.n_tokens = int(self.doc_off[-1])
-        others = list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
-        self.lex_rows, self.lex, self.lex_generation = lexicon.lookup(np.ascontiguousarray(columns[ORTH]), others)
+        self.lex_rows, self.lex, self.lex_generation = columns.lex_rows(docs, lexicon)
         doc_starts = self.doc_off[:-1][columns.lengths > 0]
         # a start set past a doc's first token means the doc has its sentences
         starts = columns.sent_starts() == 1 if by_sents else np.zeros(self.n_tokens, dtype=bool)
