@@ -181,3 +181,19 @@ def test_sentences_of_text_in_lines_are_scored_on_their_words():
     eg = Example(pred, ref)
     assert Scorer.score_spans([eg], "sents")["sents_f"] == pytest.approx(2 / 3)  # spaCy's scorer misses one
     assert lines_sentence_f([pred], [ref]) == 1.0
+
+
+def test_views_find_whitespace_through_the_lexicon_as_spacy_does(full, dev_texts):
+    """A component's views find whitespace tokens by the lexicon's is_space column; the views, their columns and
+    the lexicon rows the batch reuses match spaCy's IS_SPACE flag and a fresh lookup of the views' words."""
+    tagger = full.get_pipe("sparse_tagger")
+    texts = [t.replace(" ", "  ", 3).replace(". ", ".\n\n") for t in dev_texts[:60]] + ["\t", "", "a \u3000 b", " x"]
+    docs = [full.make_doc(t) for t in texts]
+    assert sum(t.is_space for d in docs for t in d) > 100
+    by_lexicon, by_flag = Views(docs, (), tagger.lexicon), Views(docs)
+    assert [None if k is None else k.tolist() for k in by_lexicon.keep] == \
+        [None if k is None else k.tolist() for k in by_flag.keep]
+    assert [[t.text for t in v] for v in by_lexicon.docs] == [[t.text for t in v] for v in by_flag.docs]
+    rows, values, _ = by_lexicon.columns.looked_up[1]
+    fresh, fresh_values, _ = tagger.lexicon.lookup(by_lexicon.columns.table[:, 0])
+    assert (values[rows] == fresh_values[fresh]).all()

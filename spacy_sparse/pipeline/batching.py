@@ -67,7 +67,7 @@ class DocColumns:
             self.table = np.concatenate(parts) if parts else np.zeros((0, len(self.attrs)), dtype=np.uint64)
         self.looked_up: Optional[Tuple[Lexicon, LexRows]] = None
 
-    def lex_rows(self, docs: Sequence[Doc], lexicon: Lexicon) -> "LexRows":
+    def lex_rows(self, docs: Sequence[Doc], lexicon: Lexicon) -> LexRows:
         """The lexicon's rows for the ORTH column (Lexicon.lookup), looked up
         once per lexicon."""
         if self.looked_up is None or self.looked_up[0] is not lexicon:
