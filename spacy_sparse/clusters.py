@@ -100,12 +100,6 @@ class ClusterTable:
         i = self._find(key)
         return (int(self.stats[i]), int(self.senses[i])) if i >= 0 else (0, 0)
 
-    def code(self, key: int) -> int:
-        return self.codes(key)[0]
-
-    def readings(self, key: int) -> int:
-        return self.codes(key)[1]
-
     def keeping(self, atoms: Iterable[str]) -> "ClusterTable":
         """Only the columns the `atoms` read (paths always): what a model
         keeps of a table."""

@@ -60,7 +60,7 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
         classes.get(lower, 0) if classes else 0,
         _hash(collapsed_shape(text)),
     ) + word_clusters.atom_values(clusters if clusters is not None else word_clusters.EMPTY, text) + (
-        int(text.isspace()),)
+        int(lex.is_space),)
 
 
 _ASCII_CLASS = str.maketrans({chr(i): ("A" if chr(i).isupper() else "a" if chr(i).islower()

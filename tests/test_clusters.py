@@ -40,7 +40,7 @@ def test_casefreq_codes_tell_names_from_common_words(shipped):
                                                                  "Matt", "matt", "committee", "IPO")}
     assert value["lisa"] == value["LISA"] == value["Lisa"] and value["Matt"] == value["matt"]
     assert value["laughter"] == value["Laughter"] and value["laughter"] != value["lisa"]
-    usual = {w: (shipped.code(clusters.key_of(w)) - 1) // 32 for w in ("lisa", "matt", "laughter", "committee", "ipo")}
+    usual = {w: (shipped.codes(clusters.key_of(w))[0] - 1) // 32 for w in ("lisa", "matt", "laughter", "committee", "ipo")}
     assert usual == {"lisa": 1, "matt": 1, "laughter": 0, "committee": 0, "ipo": 2}
     assert len({value["committee"], value["IPO"], value["lisa"]}) == 3 and all(value.values())
     paths_only = shipped.keeping(["clu"])
@@ -97,12 +97,12 @@ def test_corrupt_table_is_a_value_error(shipped):
     with pytest.raises(ValueError, match="damaged"):  # one path for two keys
         clusters.decode(msg)
     msg = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011}, {9: 7}))
-    assert clusters.decode(msg).code(9) == 7 and clusters.decode(msg).get(9) is None
+    assert clusters.decode(msg).codes(9)[0] == 7 and clusters.decode(msg).get(9) is None
     msg["cluster_stats"] = clusters.encode(clusters.ClusterTable.from_dict({}, {9: 7}))["cluster_stats"]
     with pytest.raises(ValueError, match="damaged"):  # one code for two keys
         clusters.decode(msg)
     msg = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011}, {}, {9: 300}))
-    assert clusters.decode(msg).readings(9) == 300 and not clusters.decode(msg).has_stats
+    assert clusters.decode(msg).codes(9)[1] == 300 and not clusters.decode(msg).has_stats
     assert clusters.decode(msg) != clusters.ClusterTable.from_dict({5: 0b1011}, {}, {9: 301})  # readings count
     msg["cluster_senses"] = clusters.encode(clusters.ClusterTable.from_dict({5: 0b1011, 9: 0b11}, {}, {5: 1, 9: 2, 7: 3}))["cluster_senses"]
     with pytest.raises(ValueError, match="damaged"):  # three readings for two keys
