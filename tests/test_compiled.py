@@ -50,6 +50,11 @@ def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     assert build.returncode == 0, build.stderr[-2000:] + build.stdout[-2000:]
     index = json.loads(next(tmp_path.glob("*.json")).read_text(encoding="utf8"))
     assert {e["kernel"] for e in index["exports"]} == set(compiled.ENTRY_KERNELS)
+    # the sequence kernels in their own library (built without AVX-512), the others in the main one
+    library = {e["kernel"]: e["library"] for e in index["exports"]}
+    name = compiled.module_name()
+    assert {library[k] for k in compiled.NO_AVX512} == {name + compiled.NARROW_SUFFIX}
+    assert {library[k] for k in compiled.ENTRY_KERNELS if k not in compiled.NO_AVX512} == {name}
 
     # a pipeline with float weights, as the float recipes train and save them
     import spacy_sparse
@@ -78,6 +83,12 @@ def test_a_build_for_other_sources_or_a_broken_one_is_not_loaded(tmp_path, monke
     assert compiled._load() == {}
     monkeypatch.setenv("SPACY_SPARSE_AOT", "0")
     assert compiled._load() == {}
+
+
+def test_the_narrow_library_turns_every_avx512_feature_off():
+    host = "+sse4.2,+avx2,+avx512f,-avx512fp16,+avx512vl,+fma"
+    assert compiled.aot_features(host) == "+sse4.2,+avx2,-avx512f,-avx512fp16,-avx512vl,+fma"
+    assert compiled.aot_features("") == ""
 
 
 def test_a_build_is_keyed_by_the_cpu_it_was_made_on(monkeypatch):
