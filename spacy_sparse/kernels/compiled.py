@@ -352,9 +352,9 @@ def _compile_library(name: str, signatures: Dict[str, List[Any]], staging: Path,
 
 def aot_features(host: str) -> str:
     """The host's ISA features (LLVM's "+x,-y" list) with every AVX-512 one
-    turned off. The sequence kernel compiled with them (AVX-512 on) ran at
-    0.7x the speed of the jit's code on EWT dev at a margin, and at 1.0x
-    without them, while the parser kernel runs faster with them
+    turned off. Compiled with them, the sequence kernel ran at 0.7x the
+    speed of the jit's code on EWT dev at a margin, and at about the jit's
+    speed without them; the parser kernel runs faster with them
     (CHANGELOG.md)."""
     return ",".join("-" + f[1:] if f[1:].startswith("avx512") else f for f in host.split(",") if f)
 
