@@ -10,7 +10,7 @@ over the runs. A results file that is missing leaves its section out; it is neve
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import srsly
 
@@ -195,6 +195,7 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
             text += f" Compared: `{c[0]['model']}` ({mb(c[0].get('pipeline_bytes'))}), " \
                     f"{metric} {100 * acc:.2f}, " if acc is not None else f" Compared: `{c[0]['model']}`, "
         text += f"{span([x['words_per_second'] for x in c])} words/s."
+    text += first_pass_sentence(found)
     calls = [run["calls"] for run in found if run.get("calls")]
     if calls:
         text += f" One `nlp(text)` call per sentence ({calls[0]['texts']:,} texts, the tokenizer timed too), " \
@@ -204,6 +205,28 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
                     f"called the same way ({span([x['compare_words_per_second'] for x in calls])} words/s)"
         text += "."
     return text
+
+
+def first_pass(found: Sequence[Dict[str, Any]]) -> Optional[Tuple[List[float], List[float]]]:
+    """words/s of the first pass after loading (bench's first_pass_words_per_second) per run, and the
+    compared pipeline's (empty when none ran), or None for runs made before bench timed it."""
+    if not found or not all(run.get("first_pass_words_per_second") for run in found):
+        return None
+    other = [run["compare"].get("first_pass_words_per_second") for run in found if "compare" in run]
+    return [run["first_pass_words_per_second"] for run in found], [x for x in other if x]
+
+
+def first_pass_sentence(found: Sequence[Dict[str, Any]]) -> str:
+    got = first_pass(found)
+    if got is None:
+        return ""
+    own, other = got
+    text = f" The first pass after loading, which meets the data's word types for the first time, as it loads: " \
+           f"{span(own)} words/s"
+    if len(other) == len(own):
+        text += f", {span([a / b for a, b in zip(own, other)], '{:.1f}', '×')} the compared pipeline's " \
+                f"({span(other)} words/s)"
+    return text + "."
 
 
 def other_margins(result: Dict[str, Any]) -> Dict[str, float]:
@@ -335,6 +358,7 @@ def headline() -> Optional[str]:
     cnns: Dict[str, Dict[str, Any]] = {}
     commits: Dict[str, None] = {}  # the rows' commits, in row order
     per_call: List[str] = []  # one nlp(text) per sentence, where a run timed it (bench --calls)
+    first_passes: List[str] = []  # the first pass after loading, where the runs timed it
     for stem, name in (("full_raw", "embedded full pipeline (`load_default()`)"),
                        ("pipeline_raw", "`configs/tagger_parser.cfg`"),
                        ("default_raw", "embedded tagger (`load_default(\"tagger\")`)"),
@@ -373,6 +397,10 @@ def headline() -> Optional[str]:
             own = first["rows"][_row_index(first, None)]
             cnns[c["model"]] = dict(c, words=span([r["compare"]["words_per_second"] for r in found]),
                                     scores=c.get("scores") or {own["metric"]: c.get("accuracy")})
+        got = first_pass(found)
+        if got is not None and len(got[1]) == len(got[0]):
+            first_passes.append(f"{name} {span(got[0])} words/s, "
+                                f"{span([a / b for a, b in zip(*got)], '{:.1f}', '×')}")
         calls = [r["calls"] for r in found if r.get("calls")]
         if calls and all("ratio_vs_compare" in x for x in calls):
             per_call.append(f"{name} {span([x['words_per_second'] for x in calls])} words/s, "
@@ -395,6 +423,11 @@ def headline() -> Optional[str]:
                  f"{meta.get('date', '?')}, commit{'s' if len(commits) > 1 else ''} "
                  f"{', '.join(f'`{c}`' for c in commits)}; words/s is the range over the runs; commands, dates "
                  "and the other margins: [docs/benchmarks.md](docs/benchmarks.md).")
+    if first_passes:
+        table.append("")
+        table.append("The first pass over the test text right after loading, where each pipeline meets the text's "
+                     "word types for the first time (the rows above are the best of later passes), against its CNN "
+                     "timed the same way: " + "; ".join(first_passes) + ".")
     if per_call:
         table.append("")
         table.append("Called once per sentence instead (`nlp(text)` in a loop, the tokenizer timed too), as each "

@@ -54,6 +54,8 @@ def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
     assert rows[0]["templates_per_token"] == len(spacy.load(trained_dir).get_pipe("sparse_tagger").sparse.templates) == 64
     assert rows[2]["templates_per_token"] < rows[0]["templates_per_token"]
     assert "ratio_vs_compare" in rows[0]
+    # the first pass after loading meets the data's word types: timed once, for both pipelines
+    assert 0 < result["first_pass_words_per_second"] and 0 < result["compare"]["first_pass_words_per_second"]
     # --calls: one nlp(text) per sentence of the data, the pipeline and the compared one alike
     calls = result["calls"]
     assert calls["texts"] == sum(len(list(r.sents)) for r in refs)

@@ -48,6 +48,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
+    line = f"first pass after loading (new word types), as it loads: {result['first_pass_words_per_second']:,.0f} words/s"
+    if "compare" in result:
+        line += f"; {result['compare']['model']}: {result['compare']['first_pass_words_per_second']:,.0f}"
+    msg.text(line)
     calls = result.get("calls")
     if calls:
         line = f"one nlp(text) per sentence ({calls['texts']:,} texts), as it loads: {calls['words_per_second']:,.0f} words/s"
