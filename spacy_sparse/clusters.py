@@ -33,7 +33,7 @@ component's `[initialize.components.*]` block):
 - a path to a table written by `python -m spacy_sparse clusters`.
 """
 from pathlib import Path
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -86,14 +86,23 @@ class ClusterTable:
                    np.array([stats.get(k, 0) for k in keys], dtype=np.uint8),
                    np.array([senses.get(k, 0) for k in keys], dtype=np.uint16))
 
+    def find_many(self, keys: np.ndarray) -> np.ndarray:
+        """The index of each key (folded hashes) in the table, -1 where it
+        has none: one search for all. The keys are searched as uint32, the
+        table's own type: numpy 2 casts the whole table to the wider type of
+        the keys first (0.2 ms a search on the shipped table; CHANGELOG.md)."""
+        keys = np.asarray(keys)
+        out = np.full(keys.shape, -1, dtype=np.int64)
+        if not self.keys.size or not keys.size:
+            return out
+        fits = (keys >= 0) & (keys <= 0xFFFFFFFF)
+        wanted = keys[fits].astype(np.uint32)
+        at = self.keys.searchsorted(wanted).clip(0, self.keys.size - 1)
+        out[fits] = np.where(self.keys[at] == wanted, at, -1)
+        return out
+
     def _find(self, key: int) -> int:
-        # searched as a uint32 scalar: with a Python int, numpy 2 casts the whole
-        # table to int64 first (about 0.2 ms a call on the shipped table, run for
-        # every new word type; CHANGELOG.md)
-        if not 0 <= key <= 0xFFFFFFFF:
-            return -1
-        i = int(self.keys.searchsorted(np.uint32(key)))
-        return i if i < self.keys.size and int(self.keys[i]) == key else -1
+        return int(self.find_many(np.array([key if 0 <= key <= 0xFFFFFFFF else -1], dtype=np.int64))[0])
 
     def get(self, key: int) -> Optional[int]:
         """The cluster path of a form's key, if it has one."""
@@ -367,30 +376,70 @@ def atoms(table: ClusterTable, text: str) -> Dict[str, int]:
 
 
 NO_CLUSTER = (0,) * len(PREFIXES)
-_CODE_VALUES = tuple([0] + [get_string_id(f"casefreq:{code}") for code in range(1, 256)])
+_CODE_VALUES = np.array([0] + [get_string_id(f"casefreq:{code}") for code in range(1, 256)], dtype=np.uint64)
 _READING_VALUES: Dict[int, int] = {0: 0}  # reading bits -> atom value
 _VALUES_OF_PATH: Dict[int, Tuple[int, ...]] = {}  # path -> its atom values (paths are few: 1,000 clusters)
 
 
 def atom_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
-    """atoms() as a tuple: the PREFIXES values, then casefreq and wnpos
-    (the lexicon's per-type path)."""
-    if not table:
-        return NO_CLUSTER + (0, 0)
-    code, bits = table.codes(key_of(text.lower())) if table.has_stats or table.has_senses else (0, 0)
+    """atoms() as a tuple: the PREFIXES values, then casefreq and wnpos."""
+    return tuple(atom_value_rows(table, [text])[0].tolist())
+
+
+def string_hashes(texts: Sequence[str]) -> np.ndarray:
+    return np.array([get_string_id(t) for t in texts], dtype=np.uint64)
+
+
+def fold_many(hashes: np.ndarray) -> np.ndarray:
+    """fold() of an array of 64-bit string hashes."""
+    return (hashes ^ (hashes >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+
+
+def atom_value_rows(table: ClusterTable, texts: Sequence[str], orths: Optional[np.ndarray] = None,
+                    lowers: Optional[np.ndarray] = None) -> np.ndarray:
+    """atom_values of many word forms, a row each (the lexicon's new word
+    types): the table is searched once per kind of key for all of them, not
+    four times per form in Python. `orths` and `lowers` are the forms' and
+    their lowercase forms' string hashes, where the caller has them. A form
+    takes the path of the first of itself, its lowercase and its title case
+    that has one; casefreq and wnpos come from the lowercase form."""
+    n = len(texts)
+    out = np.zeros((n, len(PREFIXES) + 2), dtype=np.uint64)
+    if not table or not n:
+        return out
+    orths = string_hashes(texts) if orths is None else orths
+    lowers = string_hashes([t.lower() for t in texts]) if lowers is None else lowers
+    if table.has_stats or table.has_senses:
+        at = table.find_many(fold_many(lowers))
+        found = at >= 0
+        out[:, -2] = _CODE_VALUES[np.where(found, table.stats[at], 0)]
+        bits, where = np.unique(np.where(found, table.senses[at], 0), return_inverse=True)
+        out[:, -1] = np.array([_reading_value(b) for b in bits.tolist()], dtype=np.uint64)[where.reshape(-1)]
+    path = np.zeros(n, dtype=np.uint64)
+    for form in ("text", "lower", "title"):
+        need = np.flatnonzero(path == 0)
+        if not need.size:
+            break
+        hashes = orths[need] if form == "text" else lowers[need] if form == "lower" else \
+            string_hashes([texts[i].title() for i in need.tolist()])
+        at = table.find_many(fold_many(hashes))
+        path[need] = np.where(at >= 0, table.paths[at], 0)
+    paths, where = np.unique(path, return_inverse=True)
+    values = np.array([_path_atoms(p) for p in paths.tolist()], dtype=np.uint64).reshape(-1, len(PREFIXES))
+    out[:, :len(PREFIXES)] = values[where.reshape(-1)]
+    return out
+
+
+def _reading_value(bits: int) -> int:
     reading = _READING_VALUES.get(bits)
     if reading is None:
         reading = _READING_VALUES[bits] = get_string_id(f"wnpos:{bits}")
-    return _path_values(table, text) + (_CODE_VALUES[code], reading)
+    return reading
 
 
-def _path_values(table: ClusterTable, text: str) -> Tuple[int, ...]:
-    path: Optional[int] = None
-    for form in (text, text.lower(), text.title()):
-        path = table.get(key_of(form))
-        if path is not None:
-            break
-    if path is None:
+def _path_atoms(path: int) -> Tuple[int, ...]:
+    """The PREFIXES values of a cluster path (0: no path, no values)."""
+    if not path:
         return NO_CLUSTER
     values = _VALUES_OF_PATH.get(path)
     if values is None:

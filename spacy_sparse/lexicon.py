@@ -44,23 +44,53 @@ if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES) + (wo
 
 def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None,
                   clusters: Optional[word_clusters.ClusterTable] = None) -> Tuple[int, ...]:
-    """Atom values of one word form, in the column order of LEX_ATTRS.
-    `classes` maps a lowercase form's hash to its ambiguity class value,
-    `clusters` a form's folded hash to its cluster path, casefreq code and
-    WordNet readings (clusters.py).
-    Runs once per new word type: as a tuple, without a dict per call."""
-    lex = vocab[text]
-    lower = _hash(text.lower())
-    return (
-        _hash(text), lower, lex.norm, lex.shape,
-        _hash(text[:1]), _hash(text[:2]), _hash(text[:3]), _hash(text[:4]),
-        _hash(text[-1:]), _hash(text[-2:]), _hash(text[-3:]), _hash(text[-4:]),
-        int(text.istitle()), int(text.isupper()), int(lex.like_num), int("-" in text),
-        int(any(c.isdigit() for c in text)), int(lex.is_punct),
-        classes.get(lower, 0) if classes else 0,
-        _hash(collapsed_shape(text)),
-    ) + word_clusters.atom_values(clusters if clusters is not None else word_clusters.EMPTY, text) + (
-        int(lex.is_space),)
+    """Atom values of one word form, in the column order of LEX_ATTRS
+    (lexical_atom_rows for one form)."""
+    return tuple(lexical_atom_rows(vocab, [text], classes, clusters)[0].tolist())
+
+
+# Hashes of short strings (affixes, collapsed shapes), which recur from word type to word type: a dict
+# lookup costs an eighth of hashing again. Cleared when full, so a long stream keeps it bounded.
+_SHORT_HASHES: Dict[str, int] = {}
+MAX_SHORT_HASHES = 1 << 18
+
+
+def _short_hash(text: str) -> int:
+    h = _SHORT_HASHES.get(text)
+    if h is None:
+        if len(_SHORT_HASHES) >= MAX_SHORT_HASHES:
+            _SHORT_HASHES.clear()
+        h = _SHORT_HASHES[text] = _hash(text)
+    return h
+
+
+def lexical_atom_rows(vocab: Vocab, texts: Sequence[str], classes: Optional[Dict[int, int]] = None,
+                      clusters: Optional[word_clusters.ClusterTable] = None) -> np.ndarray:
+    """Atom values of word forms, a row each in the column order of
+    LEX_ATTRS. `classes` maps a lowercase form's hash to its ambiguity class
+    value, `clusters` a form's folded hash to its cluster path, casefreq code
+    and WordNet readings (clusters.py). Runs once per new word type: the
+    per-form part in Python, the cluster table searched for all forms at
+    once (clusters.atom_value_rows)."""
+    classes = classes or {}
+    rows = []
+    for text in texts:
+        lex = vocab[text]
+        lower = _hash(text.lower())
+        rows.append((
+            _hash(text), lower, lex.norm, lex.shape,
+            _short_hash(text[:1]), _short_hash(text[:2]), _short_hash(text[:3]), _short_hash(text[:4]),
+            _short_hash(text[-1:]), _short_hash(text[-2:]), _short_hash(text[-3:]), _short_hash(text[-4:]),
+            int(text.istitle()), int(text.isupper()), int(lex.like_num), int("-" in text),
+            int(any(c.isdigit() for c in text)), int(lex.is_punct),
+            classes.get(lower, 0),
+            _short_hash(collapsed_shape(text)),
+            int(lex.is_space),
+        ))
+    own = np.array(rows, dtype=np.uint64).reshape(len(texts), -1)
+    table = clusters if clusters is not None else word_clusters.EMPTY
+    clustered = word_clusters.atom_value_rows(table, texts, own[:, 0], own[:, 1])
+    return np.concatenate([own[:, :-1], clustered, own[:, -1:]], axis=1)
 
 
 _ASCII_CLASS = str.maketrans({chr(i): ("A" if chr(i).isupper() else "a" if chr(i).islower()
@@ -164,7 +194,7 @@ class Lexicon:
             self._reset()
         tab, values, generation = self._snapshot
         texts = [self._text(int(o), other_vocabs) for o in new_orths]
-        fresh = np.array([lexical_atoms(self.vocab, text, self.classes, self.clusters) for text in texts], dtype=np.uint64).reshape(-1, len(LEX_ATTRS))
+        fresh = lexical_atom_rows(self.vocab, texts, self.classes, self.clusters)
         n_old, n_new = self._n, self._n + len(new_orths)
         if n_new + 1 > values.shape[0]:
             grown = np.zeros((2 * (n_new + 1), values.shape[1]), dtype=np.uint64)

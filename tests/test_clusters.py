@@ -47,6 +47,29 @@ def test_lookup_reads_the_table_in_place(shipped):
     assert shipped.get(1 << 40) is None and shipped.codes(-1) == (0, 0)  # no 32-bit key: not in the table
 
 
+def test_lexicon_rows_of_a_batch_are_those_of_each_word_alone(shipped, ewt_refs):
+    """A lexicon adds new word types in batches (lexicon.lexical_atom_rows: the cluster table searched once
+    for all of them); every row must be what that word gets alone, whatever else the batch holds: words
+    whose path comes from the form, the lowercase or the title case, words with codes but no path, none."""
+    import numpy as np
+
+    from spacy_sparse.lexicon import lexical_atom_rows
+    from spacy_sparse.templates import LEX_ATTRS
+
+    vocab = spacy.blank("en").vocab
+    words = sorted({t.text for d in ewt_refs["dev"] for t in d} | {"TUESDAY", "cOMMITTEE", "committee", "lisa", "", " "})
+    classes = {clusters.get_string_id("the"): 7, clusters.get_string_id("committee"): 9}
+    batch = lexical_atom_rows(vocab, words, classes, shipped)
+    alone = np.array([lexical_atom_rows(vocab, [w], classes, shipped)[0] for w in words])
+    assert batch.shape == (len(words), len(LEX_ATTRS)) and np.array_equal(batch, alone)
+    column = {name: batch[:, i] for i, name in enumerate(LEX_ATTRS)}
+    # the table's columns are used, and differ between words (not one row copied everywhere)
+    for name in ("clu", "clu4", "casefreq", "wnpos"):
+        assert 0.2 < np.mean(column[name] != 0) and len(set(column[name].tolist())) > 5
+    assert column["amb"][words.index("the")] == 7 and column["amb"][words.index("committee")] == 9
+    assert column["clu"][words.index("TUESDAY")] == column["clu"][words.index("Tuesday")] != 0
+
+
 def test_casefreq_codes_tell_names_from_common_words(shipped):
     logprobs = {"lisa": -15.4, "Lisa": -12.7, "laughter": -11.9, "Laughter": -14.9, "IPO": -14.5, "ipo": -19.0,
                 "zyx": -18.5}
