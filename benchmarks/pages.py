@@ -359,6 +359,7 @@ def headline() -> Optional[str]:
     commits: Dict[str, None] = {}  # the rows' commits, in row order
     per_call: List[str] = []  # one nlp(text) per sentence, where a run timed it (bench --calls)
     first_passes: List[str] = []  # the first pass after loading, where the runs timed it
+    machines: Dict[str, List[str]] = {}  # machine -> the pipelines measured on it
     for stem, name in (("full_raw", "embedded full pipeline (`load_default()`)"),
                        ("pipeline_raw", "`configs/tagger_parser.cfg`"),
                        ("default_raw", "embedded tagger (`load_default(\"tagger\")`)"),
@@ -407,6 +408,8 @@ def headline() -> Optional[str]:
                             f"{span([x['ratio_vs_compare'] for x in calls], '{:.1f}', '×')}")
         meta = meta or first.get("meta", {})
         commits.setdefault(first.get("meta", {}).get("commit", "?"), None)
+        machine = first.get("meta", {}).get("machine", {})
+        machines.setdefault(f"{machine.get('cores', '?')}-core {machine.get('cpu', '?')}", []).append(name)
     if not rows:
         return None
     table = ["| EWT test, raw text | tag acc | LAS | sentence F | tag / LAS, gold tokens + sentences | words/s | "
@@ -416,10 +419,13 @@ def headline() -> Optional[str]:
         table.append(f"| spaCy CNN (`{model}`) | {_pct(scores, 'tag_acc')} | {_pct(scores, 'dep_las')} | "
                      f"{_pct(scores, 'sents_f')} | – | {c['words']} | 1× | {mb(c.get('pipeline_bytes'))} |")
     m = meta.get("machine", {})
+    where = f"{m.get('cores', '?')}-core {m.get('cpu', '?')}" if len(machines) == 1 else \
+        "Measured on more than one machine (" + "; ".join(f"{cpu}: {', '.join(names)}" for cpu, names in
+                                                         machines.items()) + ")"
     table.append("")
     table.append(f"Each pipeline as it loads (margin none: every template, unless the row names its margin), "
                  f"and a margin picked on EWT dev where a row says so. Each row is compared with the CNN that does the same job, in the same "
-                 f"run (– where no CNN ran beside it). {m.get('cores', '?')}-core {m.get('cpu', '?')}, "
+                 f"run (– where no CNN ran beside it). {where}, "
                  f"{meta.get('date', '?')}, commit{'s' if len(commits) > 1 else ''} "
                  f"{', '.join(f'`{c}`' for c in commits)}; words/s is the range over the runs; commands, dates "
                  "and the other margins: [docs/benchmarks.md](docs/benchmarks.md).")
