@@ -50,12 +50,16 @@ def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = N
 
 
 # Hashes of short strings (affixes, collapsed shapes), which recur from word type to word type: a dict
-# lookup costs an eighth of hashing again. Cleared when full, so a long stream keeps it bounded.
+# lookup costs an eighth of hashing again. Only strings of up to SHORT characters are kept, and the dict is
+# cleared when full, so a long or hostile stream keeps it bounded.
 _SHORT_HASHES: Dict[str, int] = {}
 MAX_SHORT_HASHES = 1 << 18
+SHORT = 16
 
 
 def _short_hash(text: str) -> int:
+    if len(text) > SHORT:
+        return _hash(text)
     h = _SHORT_HASHES.get(text)
     if h is None:
         if len(_SHORT_HASHES) >= MAX_SHORT_HASHES:

@@ -70,6 +70,24 @@ def test_lexicon_rows_of_a_batch_are_those_of_each_word_alone(shipped, ewt_refs)
     assert column["clu"][words.index("TUESDAY")] == column["clu"][words.index("Tuesday")] != 0
 
 
+def test_remembered_hashes_stay_short_and_bounded():
+    """The lexicon remembers hashes of short strings only (affixes, shapes): long words, e.g. a hostile
+    stream of distinct long tokens, are hashed each time and keep nothing, and the memory is cleared when full."""
+    from spacy_sparse import lexicon
+
+    vocab = spacy.blank("en").vocab
+    long_words = [("aB" * 40) + str(i) for i in range(50)]  # shapes like "aAaA...0", 80+ characters
+    before = lexicon.lexical_atom_rows(vocab, long_words)
+    assert all(len(k) <= lexicon.SHORT for k in lexicon._SHORT_HASHES)
+    assert (lexicon.lexical_atom_rows(vocab, long_words) == before).all()
+    try:
+        lexicon._SHORT_HASHES.update({f"x{i}": 0 for i in range(lexicon.MAX_SHORT_HASHES)})
+        lexicon.lexical_atom_rows(vocab, ["brand-new"])
+        assert len(lexicon._SHORT_HASHES) < 20  # cleared, then refilled with the new word's strings
+    finally:
+        lexicon._SHORT_HASHES.clear()
+
+
 def test_casefreq_codes_tell_names_from_common_words(shipped):
     logprobs = {"lisa": -15.4, "Lisa": -12.7, "laughter": -11.9, "Laughter": -14.9, "IPO": -14.5, "ipo": -19.0,
                 "zyx": -18.5}
