@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import pytest
+import spacy
 
 import spacy_sparse
 import spacy_sparse.loading
@@ -87,6 +88,29 @@ def test_demo_command_tags_the_sample(capsys):
     assert "The/DT/det" in out and "harbour/" in out and "words/s" in out
     assert main(["demo", "--pipeline", "tagger"]) == 0
     assert "The/DT " in capsys.readouterr().out
+
+
+def test_demo_trains_and_evaluates_a_tagger_on_a_ud_directory(tmp_path, capsys):
+    """`demo --data DIR` (slices of EWT here) converts the treebank, trains configs/tagger.cfg for at most
+    --max-epochs epochs and reports raw-text accuracy on its test split; a bad epoch count is refused."""
+    from conftest import need
+
+    need(EWT)
+    ud = tmp_path / "ud"
+    ud.mkdir()
+    for split, n_sents in (("train", 600), ("dev", 100), ("test", 100)):
+        sents = (EWT / f"en_ewt-ud-{split}.conllu").read_text(encoding="utf8").split("\n\n")[:n_sents]
+        (ud / f"en_ewt-ud-{split}.conllu").write_text("\n\n".join(sents) + "\n\n", encoding="utf8")
+    out = tmp_path / "demo"
+    assert main(["demo", "--pipeline", "tagger", "--data", str(ud), "--output", str(out), "--max-epochs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "test set, raw text" in printed and "tag_acc" in printed
+    trained = spacy.util.load_config(out / "model" / "model-last" / "config.cfg")
+    assert trained["training"]["max_epochs"] == 1
+    nlp = spacy.load(out / "model" / "model-best")
+    assert [t.tag_ for t in nlp("The results were published yesterday .")][:2] == ["DT", "NNS"]
+    with pytest.raises(SystemExit):
+        main(["demo", "--pipeline", "tagger", "--data", str(ud), "--output", str(out), "--max-epochs", "0"])
 
 
 @pytest.mark.parametrize("kind,package", [("full", "en_ewt_sparse"), ("tagger", "en_ewt_sparse_tagger")])

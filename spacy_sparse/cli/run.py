@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from wasabi import msg
 
@@ -57,6 +57,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                  "seconds) makes every new process start about half a second sooner")
     if not args.data:
         return 0
+    if args.max_epochs is not None and args.max_epochs < 1:
+        msg.fail(f"--max-epochs must be at least 1, got {args.max_epochs}", exits=1)
     from spacy.cli.train import train as spacy_train
 
     from ..bench import run_bench
@@ -66,8 +68,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cmd_convert_ud(argparse.Namespace(ud_dir=args.data, output=corpus))
     msg.divider("training a fresh sparse_tagger")
     start = time.perf_counter()
-    spacy_train(config_path("tagger"), out / "model",
-                overrides={"paths.train": str(corpus / "train.spacy"), "paths.dev": str(corpus / "dev.spacy")})
+    overrides: Dict[str, Any] = {"paths.train": str(corpus / "train.spacy"), "paths.dev": str(corpus / "dev.spacy")}
+    if args.max_epochs is not None:
+        overrides["training.max_epochs"] = args.max_epochs
+    spacy_train(config_path("tagger"), out / "model", overrides=overrides)
     msg.good(f"Trained in {time.perf_counter() - start:.0f}s")
     result = run_bench(str(out / "model" / "model-best"), corpus / "test.spacy", [None, 30.0], repeat=3)
     msg.divider("test set, raw text (spaCy's tokenizer, no sentence boundaries)")
@@ -235,6 +239,8 @@ def register(sub) -> None:
     p.add_argument("--text", help="text to tag instead of the built-in sample")
     p.add_argument("--pipeline", choices=["full", "tagger"], default="full",
                    help="the embedded pipeline: segmenter + tagger + parser, or the tagger alone")
+    p.add_argument("--max-epochs", type=int, help="with --data: train for at most this many epochs (default: "
+                   "configs/tagger.cfg's 10) for a quicker look")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("tag", help="stream text or JSONL through a pipeline to JSONL or .spacy shards")
