@@ -207,25 +207,28 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
     return text
 
 
-def first_pass(found: Sequence[Dict[str, Any]]) -> Optional[Tuple[List[float], List[float]]]:
-    """words/s of the first pass after loading (bench's first_pass_words_per_second) per run, and the
-    compared pipeline's (empty when none ran), or None for runs made before bench timed it."""
+def first_pass(found: Sequence[Dict[str, Any]]) -> Optional[Tuple[str, Optional[Tuple[str, str]]]]:
+    """The first pass after loading (bench's first_pass_words_per_second) over the runs, formatted: its
+    words/s, and (its ratio to the compared pipeline's first pass, that pipeline's words/s), or None where
+    no pipeline was compared; None for runs made before bench timed it."""
     if not found or not all(run.get("first_pass_words_per_second") for run in found):
         return None
-    other = [run["compare"].get("first_pass_words_per_second") for run in found if "compare" in run]
-    return [run["first_pass_words_per_second"] for run in found], [x for x in other if x]
+    own = [run["first_pass_words_per_second"] for run in found]
+    other = [run.get("compare", {}).get("first_pass_words_per_second") for run in found]
+    if not all(other):
+        return span(own), None
+    return span(own), (span([a / b for a, b in zip(own, other)], "{:.1f}", "×"), span(other))
 
 
 def first_pass_sentence(found: Sequence[Dict[str, Any]]) -> str:
     got = first_pass(found)
     if got is None:
         return ""
-    own, other = got
+    own, compared = got
     text = f" The first pass after loading, which meets the data's word types for the first time, as it loads: " \
-           f"{span(own)} words/s"
-    if len(other) == len(own):
-        text += f", {span([a / b for a, b in zip(own, other)], '{:.1f}', '×')} the compared pipeline's " \
-                f"({span(other)} words/s)"
+           f"{own} words/s"
+    if compared is not None:
+        text += f", {compared[0]} the compared pipeline's ({compared[1]} words/s)"
     return text + "."
 
 
@@ -399,9 +402,8 @@ def headline() -> Optional[str]:
             cnns[c["model"]] = dict(c, words=span([r["compare"]["words_per_second"] for r in found]),
                                     scores=c.get("scores") or {own["metric"]: c.get("accuracy")})
         got = first_pass(found)
-        if got is not None and len(got[1]) == len(got[0]):
-            first_passes.append(f"{name} {span(got[0])} words/s, "
-                                f"{span([a / b for a, b in zip(*got)], '{:.1f}', '×')}")
+        if got is not None and got[1] is not None:
+            first_passes.append(f"{name} {got[0]} words/s, {got[1][0]}")
         calls = [r["calls"] for r in found if r.get("calls")]
         if calls and all("ratio_vs_compare" in x for x in calls):
             per_call.append(f"{name} {span([x['words_per_second'] for x in calls])} words/s, "
