@@ -62,7 +62,7 @@ def open_scores(scores, valid, margin):
     so the margin test needs no mask (a weight sum never lifts NEG_INF).
     Returns (done, cand): whether the margin test already holds (the lead
     of equal scores is 0, and is unbounded with at most one valid label),
-    and a first guess at the best label for `leads`."""
+    and the first valid label (the decision when it is the only one)."""
     n = 0
     for y in range(scores.shape[0]):  # branch-free, so it vectorizes
         v = valid[y] != 0
@@ -77,30 +77,62 @@ def open_scores(scores, valid, margin):
 
 
 @leaf
-def leads(scores, margin, cand):
+def top_score(scores):
+    """The highest score. Eight running maxima instead of one: a single
+    chain of compares waits on the one before it at every label, eight
+    chains overlap (numba does not vectorize a float max)."""
+    n = scores.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = scores[0]
+    y = 0
+    while y + 8 <= n:
+        v = scores[y]
+        m0 = v if v > m0 else m0
+        v = scores[y + 1]
+        m1 = v if v > m1 else m1
+        v = scores[y + 2]
+        m2 = v if v > m2 else m2
+        v = scores[y + 3]
+        m3 = v if v > m3 else m3
+        v = scores[y + 4]
+        m4 = v if v > m4 else m4
+        v = scores[y + 5]
+        m5 = v if v > m5 else m5
+        v = scores[y + 6]
+        m6 = v if v > m6 else m6
+        v = scores[y + 7]
+        m7 = v if v > m7 else m7
+        y += 8
+    while y < n:
+        v = scores[y]
+        m0 = v if v > m0 else m0
+        y += 1
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    return m4 if m4 > m0 else m0
+
+
+@leaf
+def leads(scores, margin):
     """Whether the best label leads every other by `margin` (>= 0), and the
-    best label. `cand` is the best one at the last test and usually still is:
-    then the test is two counts over the labels, which vectorize (a running
-    top two does not: its max/min chain is one long dependency). Only when a
-    label overtook `cand` is the best found again."""
-    top = scores[cand]
+    best label (the first of equal best ones). Three passes without a
+    branch that depends on the scores, but the last: the top score, a count
+    of the labels within the margin of it (which vectorizes), and where the
+    top is. A running best label compared label by label took twice as long
+    (its branches follow the scores, and mispredict)."""
+    top = top_score(scores)
     lo = top - margin
-    above = 0
     close = 0
     for y in range(scores.shape[0]):
-        above += scores[y] > top
         close += scores[y] > lo
-    if above > 0:
-        for y in range(scores.shape[0]):
-            if scores[y] > top:
-                top = scores[y]
-                cand = y
-        lo = top - margin
-        close = 0
-        for y in range(scores.shape[0]):
-            close += scores[y] > lo
-    # with margin > 0, cand itself is above lo
-    return close <= 1, cand
+    best = 0
+    while best < scores.shape[0] - 1 and scores[best] != top:
+        best += 1
+    # with margin > 0 the top itself is above lo
+    return close <= 1, best
 
 
 @leaf
@@ -508,12 +540,12 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
         if margin >= 0.0:
             if thr is None:
                 if row >= 0:
-                    done, cand = leads(scores, margin, cand)
+                    done, cand = leads(scores, margin)
             # unchanged scores pass or fail a test again, unless the margin shrank
             elif row >= 0 or (t > 0 and thr[t] < thr[t - 1]):
-                done, cand = leads(scores, thr[t], cand)
+                done, cand = leads(scores, thr[t])
             if done:
                 return t - t0 + 1, done, cand
     if packed and margin >= 0.0:
-        done, cand = leads(scores, margin if thr is None else thr[t1 - 1], cand)
+        done, cand = leads(scores, margin if thr is None else thr[t1 - 1])
     return t1 - t0, done, cand

@@ -268,7 +268,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     if valid[y]:
                         scores[y] += bias[y]
                 if margin >= 0.0:
-                    done, cand = leads(scores, margin if thr is None else thr[0], cand)
+                    done, cand = leads(scores, margin if thr is None else thr[0])
             in_sums = 0  # templates read through the sums, and those of them the blocks passed
             passed = 0
             n = 0
@@ -292,10 +292,10 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     n = lead
                     passed = lead
                 if margin >= 0.0:
-                    done, cand = leads(scores, margin if thr is None else thr[0], cand)
+                    done, cand = leads(scores, margin if thr is None else thr[0])
                     if covered and not done and thr is not None and lead > 1:
                         # each skipped template adds nothing but would test its own, smaller, margin
-                        done, cand = leads(scores, thr[lead - 1], cand)
+                        done, cand = leads(scores, thr[lead - 1])
             while n < n_tpl and not (margin >= 0.0 and (n > 0 or summed) and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK) if margin >= 0.0 else n_tpl
                 for t in range(n, stop):
