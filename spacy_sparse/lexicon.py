@@ -8,13 +8,18 @@ kernel; only word types never seen before go through Python, once.
 Values are spaCy string hashes (stable across processes), so a model
 trained in one process reads the same atoms in another.
 
+The components of one pipeline share the part of a row that depends on
+the word form alone (FormGroup): each adds its own ambiguity classes and
+word clusters to it, so a new word type is spelled out once per pipeline.
+
 Thread safety: readers take a snapshot of (keys, rows, values) without a
 lock; a writer adds new word types under a lock and publishes a new
 snapshot, never mutating one a reader might hold.
 """
 import re
 import threading
-from typing import Dict, Iterable, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -40,6 +45,10 @@ _ORDER = ("orth", "lower", "norm", "shape", "pre1", "pre2", "pre3", "pre4", "suf
 if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES) + (word_clusters.CASEFREQ,
                                                                            word_clusters.WNPOS, "is_space"):
     raise ImportError("lexicon.lexical_atoms is out of step with templates.LEX_ATTRS")
+# the columns a component's own tables fill in: its ambiguity classes and its word clusters
+AMB_COLUMN = _ORDER.index("amb")
+LOWER_COLUMN = _ORDER.index("lower")
+CLUSTER_COLUMNS = slice(len(_ORDER), len(LEX_ATTRS) - 1)
 
 
 def lexical_atoms(vocab: Vocab, text: str, classes: Optional[Dict[int, int]] = None,
@@ -120,13 +129,56 @@ def collapsed_shape(text: str) -> str:
     return "".join(out)
 
 
+class FormGroup:
+    """The lexicons of one vocab (a pipeline's components). With two or
+    more of them, the atoms that depend on the word form alone (no
+    ambiguity classes, no clusters) are computed once for all, in `forms`,
+    made when first needed; a lexicon alone computes its rows itself and
+    keeps no second table."""
+
+    def __init__(self) -> None:
+        self.members: "weakref.WeakSet[Lexicon]" = weakref.WeakSet()
+        self._forms: Optional["Lexicon"] = None
+        self._lock = threading.Lock()
+
+    def forms(self, vocab: Vocab) -> Optional["Lexicon"]:
+        """The shared table, or None while a single lexicon is in the group."""
+        if len(self.members) < 2:
+            return None
+        with self._lock:
+            if self._forms is None:
+                self._forms = Lexicon(vocab, shared=False)
+            return self._forms
+
+
+# vocab.lookups -> a weak reference to its lexicons' FormGroup. Keyed by the lookups because a Vocab takes no
+# weak reference; both references are weak, so a group lives as long as one of its lexicons and an entry goes
+# with its vocab.
+_GROUPS: "weakref.WeakKeyDictionary[Any, weakref.ReferenceType]" = weakref.WeakKeyDictionary()
+_GROUPS_LOCK = threading.Lock()
+
+
+def join_group(lexicon: "Lexicon") -> FormGroup:
+    """Add a lexicon to the group of its vocab's lexicons."""
+    with _GROUPS_LOCK:
+        ref = _GROUPS.get(lexicon.vocab.lookups)
+        group = ref() if ref is not None else None
+        if group is None:
+            group = FormGroup()
+            _GROUPS[lexicon.vocab.lookups] = weakref.ref(group)
+        group.members.add(lexicon)
+        return group
+
+
 class Lexicon:
     """ORTH hash -> row of lexical atom values, grown on demand."""
 
-    def __init__(self, vocab: Vocab, classes: Optional[Dict[int, int]] = None):
+    def __init__(self, vocab: Vocab, classes: Optional[Dict[int, int]] = None, shared: bool = True):
         self.vocab = vocab
         self.classes = dict(classes or {})
         self.clusters = word_clusters.EMPTY
+        # the other lexicons of this vocab, with which it shares the atoms of word forms (FormGroup)
+        self._group = join_group(self) if shared else None
         self._lock = threading.Lock()
         self._generation = 0
         self._reset()
@@ -180,6 +232,21 @@ class Lexicon:
                 find_many(tab, tab.shape[0] // 2, orths, out)
         return out, values, generation
 
+    def _rows_of(self, orths: np.ndarray, texts: Sequence[str], other_vocabs: Sequence[Vocab]) -> np.ndarray:
+        """The rows of new word types: lexical_atom_rows, from the shared
+        rows of their forms when this table has them."""
+        forms = self._group.forms(self.vocab) if self._group is not None else None
+        if forms is None:
+            return lexical_atom_rows(self.vocab, texts, self.classes, self.clusters)
+        rows, values, _ = forms.lookup(orths, other_vocabs)
+        fresh = values[rows]  # a copy: the shared rows stay as they are
+        if self.classes:
+            fresh[:, AMB_COLUMN] = [self.classes.get(lower, 0) for lower in fresh[:, LOWER_COLUMN].tolist()]
+        if self.clusters is not word_clusters.EMPTY:
+            fresh[:, CLUSTER_COLUMNS] = word_clusters.atom_value_rows(self.clusters, texts, fresh[:, 0],
+                                                                       fresh[:, LOWER_COLUMN])
+        return fresh
+
     def _text(self, orth: int, other_vocabs: Sequence[Vocab]) -> str:
         if orth in self.vocab.strings:
             return self.vocab.strings[orth]
@@ -198,7 +265,7 @@ class Lexicon:
             self._reset()
         tab, values, generation = self._snapshot
         texts = [self._text(int(o), other_vocabs) for o in new_orths]
-        fresh = lexical_atom_rows(self.vocab, texts, self.classes, self.clusters)
+        fresh = self._rows_of(new_orths, texts, other_vocabs)
         n_old, n_new = self._n, self._n + len(new_orths)
         if n_new + 1 > values.shape[0]:
             grown = np.zeros((2 * (n_new + 1), values.shape[1]), dtype=np.uint64)

@@ -70,6 +70,40 @@ def test_lexicon_rows_of_a_batch_are_those_of_each_word_alone(shipped, ewt_refs)
     assert column["clu"][words.index("TUESDAY")] == column["clu"][words.index("Tuesday")] != 0
 
 
+def test_lexicons_of_one_vocab_share_the_rows_of_forms(shipped, ewt_refs):
+    """The lexicons of one vocab (a pipeline's components) spell a word form out once, in the table their
+    FormGroup keeps, and each adds its own ambiguity classes and clusters: every row is the one a lexicon
+    computes alone (lexical_atom_rows). A lexicon alone keeps no second table, and the group goes with its
+    last lexicon."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from spacy_sparse.lexicon import Lexicon, lexical_atom_rows
+
+    vocab = spacy.blank("en").vocab
+    words = sorted({t.text for d in ewt_refs["dev"] for t in d} | {"TUESDAY", "cOMMITTEE", ""})
+    orths = np.array([vocab.strings.add(w) for w in words], dtype=np.uint64)
+    tagging = Lexicon(vocab, {clusters.get_string_id("the"): 7})
+    tagging.set_clusters(shipped)
+    assert tagging._group.forms(vocab) is None  # alone: nothing shared, nothing kept twice
+    plain = Lexicon(vocab, {clusters.get_string_id("the"): 3})
+    assert tagging._group is plain._group and tagging._group.forms(vocab) is not None
+    assert Lexicon(spacy.blank("en").vocab)._group is not tagging._group  # another vocab, another group
+    for lexicon, classes, table in ((tagging, {clusters.get_string_id("the"): 7}, shipped),
+                                    (plain, {clusters.get_string_id("the"): 3}, None)):
+        for part in (orths[::2], orths):  # some types met before, some new
+            rows, values, _ = lexicon.lookup(part)
+            assert np.array_equal(values[rows], lexical_atom_rows(vocab, [vocab.strings[int(o)] for o in part],
+                                                                   classes, table))
+    assert len(tagging._group.forms(vocab)) == len(words)  # each form spelled out once for both
+    group = weakref.ref(tagging._group)
+    del tagging, plain, lexicon  # the loop variable holds the last one
+    gc.collect()
+    assert group() is None
+
+
 def test_remembered_hashes_stay_short_and_bounded():
     """The lexicon remembers hashes of short strings only (affixes, shapes): long words, e.g. a hostile
     stream of distinct long tokens, are hashed each time and keep nothing, and the memory is cleared when full."""
