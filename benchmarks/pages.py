@@ -274,13 +274,17 @@ def page() -> str:
                   "kernels compiled ahead of time (`python -m spacy_sparse compile-kernels`), the shipped "
                   "pipelines load and label without numba's compiler; their `(jit)` rows are the same "
                   "pipelines with `SPACY_SPARSE_AOT=0`.", "",
-                  "| model | extra seconds over spacy.blank (median) | range over all processes | on disk |",
-                  "|---|---|---|---|"]
+                  "| model | extra seconds over spacy.blank (median) | range over all processes | on disk | "
+                  "peak memory over spacy.blank (median) |",
+                  "|---|---|---|---|---|"]
         for i, row in enumerate(cold[0]["rows"]):
             extras = [x for run in cold for x in run["rows"][i]["extra_seconds"]]
             medians = [run["rows"][i]["median_extra"] for run in cold]
+            memory = [run["rows"][i].get("extra_rss_bytes") for run in cold]
+            memory = span([m / 1e6 for m in memory], '{:+.0f}', ' MB') if None not in memory else "–"
             parts.append(f"| `{row['model']}` | {span(medians, '{:+.2f}', ' s')} | "
-                         f"{min(extras):+.2f} to {max(extras):+.2f} s | {mb(row.get('pipeline_bytes'))} |")
+                         f"{min(extras):+.2f} to {max(extras):+.2f} s | {mb(row.get('pipeline_bytes'))} | "
+                         f"{memory} |")
         parts += ["", provenance(cold), ""]
     for stem, text in (("tag_speed", "EWT train, one doc per line, repeated: each process meets every word type "
                                       "of it in its first pass"),

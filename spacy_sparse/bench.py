@@ -385,13 +385,23 @@ def compile_bytecode() -> bool:
     return bool(compileall.compile_dir(str(Path(__file__).parent), quiet=1))
 
 
+def read_text(path: Path) -> str:
+    """A file's text, or "" if it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf8")
+    except OSError:
+        return ""
+
+
 def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
     """Seconds from a new Python process to one labelled sentence, for
     each model and for `spacy.blank("en")` as the baseline, runs taking
-    turns (a slow spell hits every model alike). A model is "default",
+    turns (a slow spell hits every model alike), and the peak resident
+    memory of those processes (medians; over the baseline's too). A model is "default",
     "default-tagger" or a path; each process imports what a user's would.
-    With kernels compiled ahead of time (`compile-kernels`), each model is
-    timed with numba's jit as well (a "(jit)" row)."""
+    With kernels compiled ahead of time (`compile-kernels`), each model
+    with sparse components is timed with numba's jit as well (a "(jit)"
+    row); another pipeline (spaCy's CNN) is a row of its own, for scale."""
     from .kernels import compiled as compiled_kernels
 
     jit = dict(os.environ, SPACY_SPARSE_AOT="0")
@@ -408,18 +418,26 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
         else:
             load = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
         code[model] = (load, None, model)
-        if compiled_kernels.COMPILED:
+        if compiled_kernels.COMPILED and (shipped or "sparse_" in read_text(resolve_model(model) / "config.cfg")):
             code[f"{model} (jit)"] = (load, jit, model)
     times: Dict[str, List[float]] = {name: [] for name in code}
+    peaks: Dict[str, List[int]] = {name: [] for name in code}
     bytecode = compile_bytecode()
+    # each process reports its own peak resident memory as it ends: VmHWM in kB (Linux; 0 elsewhere). Not
+    # ru_maxrss, which a new process inherits from the one that forked it (this one, with spaCy loaded).
+    report = (r"; import os, re; s = open('/proc/self/status').read() if os.path.exists('/proc/self/status') "
+              r"else ''; print((re.findall(r'VmHWM:\s*(\d+)', s) or ['0'])[0])")
     for load, env, _ in code.values():  # untimed: numba's cache is written, if it was not
         subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
     for _ in range(max(1, runs)):
         for name, (load, env, _) in code.items():
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
+            done = subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r}){report}"], check=True,
+                                  env=env, stdout=subprocess.PIPE, text=True)
             times[name].append(time.perf_counter() - start)
+            peaks[name].append(int(done.stdout.split()[-1]) * 1024)
     base = sorted(times["blank"])
+    base_peak = sorted(peaks["blank"])[len(peaks["blank"]) // 2]
     rows = []
     for name, (_, _, model) in code.items():
         if name == "blank":
@@ -427,8 +445,10 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
         own = sorted(times[name])
         # pair runs by rank: the k-th fastest of each
         extra = [a - b for a, b in zip(own, base)]
+        peak = sorted(peaks[name])[len(peaks[name]) // 2]
         rows.append({"model": str(name), "seconds": own, "blank_seconds": base,
                      "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
+                     "peak_rss_bytes": peak, "extra_rss_bytes": peak - base_peak,
                      "pipeline_bytes": None if model is None else directory_bytes(model)})
     return {"runs": runs, "sentence": COLD_SENTENCE, "bytecode_compiled": bytecode,
             "compiled_kernels": bool(compiled_kernels.COMPILED), "rows": rows}

