@@ -140,6 +140,26 @@ def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
     assert check((batch, 7))  # a failed call leaves what passed before
 
 
+
+def test_the_kernels_of_a_load_keep_none_of_its_temporaries():
+    """A kernel that runs once per loaded model (compiled.ONE_SHOT) is handed that load's temporaries; its
+    check keeps no reference to them, so they go when the load is done, where a labelling kernel's check
+    keeps the last call's arguments."""
+    import gc
+    import weakref
+
+    spec = [{"array": "int64", "ndim": 1, "readonly": False}]
+    for remember in (True, False):
+        check = compiled.arguments_check(spec, remember=remember)
+        temporary = np.zeros(4, dtype=np.int64)
+        gone = weakref.ref(temporary)
+        assert check((temporary,))
+        del temporary
+        gc.collect()
+        assert (gone() is None) is (not remember)
+    assert {"expand_rows", "fill_tables", "hot_rows", "span_tables"} <= compiled.ONE_SHOT
+    assert not {"predict_sequence", "predict_parse"} & compiled.ONE_SHOT
+
 def test_prefer_falls_back_to_the_jit_for_other_arguments(monkeypatch):
     calls = []
     spec = [{"array": "int64", "ndim": 1, "readonly": False}]

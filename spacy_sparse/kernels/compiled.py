@@ -61,6 +61,9 @@ ENTRY_KERNELS: Dict[str, str] = {
     "predict_parse": "parser", "upos_lookup": "upos",
 }
 
+# The kernels a model's loading calls once, on temporaries of that load (arguments_check keeps nothing of theirs).
+ONE_SHOT = frozenset({"fill_tables", "expand_rows", "scatter_rows", "span_tables", "narrow_table", "hot_rows"})
+
 Check = Callable[[Sequence[Any]], bool]
 
 
@@ -165,7 +168,7 @@ def _value_check(spec: Any) -> Callable[[Any], bool]:
     return check
 
 
-def arguments_check(specs: Sequence[Any]) -> Check:
+def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     """True when a call's arguments have exactly the described types.
 
     The arguments of the last call that passed are kept (references, so
@@ -174,7 +177,10 @@ def arguments_check(specs: Sequence[Any]) -> Check:
     masks come back at every call, and checking them all made a short
     nlp(text) spend a tenth of its time here. An array keeps its dtype and
     layout for life; only its shape or writeable flag could be changed in
-    place, which nothing does to the arrays passed here."""
+    place, which nothing does to the arrays passed here. With `remember`
+    False (the kernels that run once per loaded model, whose arguments are
+    that load's temporaries: ONE_SHOT) nothing is kept, so those go when
+    the load is done (they held 40 MB of the shipped pipeline)."""
     checks = [_value_check(spec) for spec in specs]
     n = len(checks)
     last: List[Tuple[Any, ...]] = [(None,) * n]
@@ -186,7 +192,8 @@ def arguments_check(specs: Sequence[Any]) -> Check:
         for c, a, b in zip(checks, args, before):
             if a is not b and not c(a):
                 return False
-        last[0] = tuple(args)
+        if remember:
+            last[0] = tuple(args)
         return True
     return check
 
@@ -209,7 +216,8 @@ def _load() -> Dict[str, List[Tuple[Check, Callable]]]:
         out: Dict[str, List[Tuple[Check, Callable]]] = {}
         for entry in index["exports"]:
             function = getattr(modules[entry["library"]], entry["name"])
-            out.setdefault(entry["kernel"], []).append((arguments_check(entry["args"]), function))
+            check = arguments_check(entry["args"], remember=entry["kernel"] not in ONE_SHOT)
+            out.setdefault(entry["kernel"], []).append((check, function))
         return out
     except (OSError, ImportError, ValueError, KeyError, TypeError, AttributeError):
         return {}  # a broken or foreign build: the jitted kernels serve
