@@ -114,7 +114,7 @@ def cmd_cold_start(args: argparse.Namespace) -> int:
     result = {"meta": provenance(), **cold_start(args.models, runs=args.runs)}
     for row in result["rows"]:
         extra = row["extra_seconds"]
-        msg.text(f"{row['model']}: +{row['median_extra']:.2f} s over spacy.blank (median of {len(extra)}; "
+        msg.text(f"{row['model']}: {row['median_extra']:+.2f} s over spacy.blank (median of {len(extra)}; "
                  f"range {min(extra):+.2f} to {max(extra):+.2f}; blank itself {row['blank_seconds'][0]:.2f} s); "
                  f"peak memory {row['peak_rss_bytes'] / 1e6:.0f} MB, {row['extra_rss_bytes'] / 1e6:+.0f} MB over blank")
     write_result(args.json, result)
