@@ -28,7 +28,7 @@ from . import codec
 from .clusters import ClusterTable
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
-from .mapped import grow_rows
+from .mapped import grow_rows, release_free_heap
 from .kernels.compiled import fill_tables, hot_rows, narrow_table, scatter_rows, span_tables
 from .kernels.layout import capacity_for, narrow_fits, new_table
 from .templates import Template, compile_templates, parse_templates
@@ -103,6 +103,37 @@ class SparseLinearModel:
         self.lex_clusters = ClusterTable()
 
     # ---- shape -----------------------------------------------------------
+    @property
+    def tab(self) -> np.ndarray:
+        """The feature tables (kernels/hashing.py: every template's slots of
+        key and row). A loaded model whose prediction reads tables of its
+        own (packed(): the parser's) keeps only the key of each row once
+        those are built, and makes the tables again, slot for slot, when
+        saving or training asks for them (the shipped parser: 11.5 MB
+        instead of 1)."""
+        tab = self._tab
+        if tab is None:
+            with self._lock:
+                tab = self._tab
+                if tab is None:
+                    n = int(self.n_rows[0])
+                    tab = new_table(int(self.tab_off[-1]))
+                    # rows in order, as load_features inserted them: the same slots
+                    fill_tables(self.row_tpl[:n], self._row_keys.astype(np.uint64), np.arange(n, dtype=np.int64),
+                                self.tab_off, tab)
+                    self._tab, self._row_keys = tab, None
+        return tab
+
+    @tab.setter
+    def tab(self, value: np.ndarray) -> None:
+        self._tab, self._row_keys = value, None
+
+    def _keep_row_keys_only(self) -> None:
+        """Drop a loaded model's tables, keeping each row's (32-bit) key."""
+        keys = self.keys_of_rows()
+        if self.W is None and self._tab is not None and (keys.size == 0 or int(keys.max()) < 2 ** 32):
+            self._row_keys, self._tab = keys.astype(np.uint32), None
+
     @property
     def template_names(self) -> List[str]:
         return [t.name for t in self.templates]
@@ -369,6 +400,7 @@ class SparseLinearModel:
                 codes = self._dense_codes
                 if codes is None:
                     codes = self._dense_codes = self._make_dense_codes()
+                    release_free_heap()  # the load's temporaries are gone by now (mapped.py)
         return codes or None
 
     def _make_dense_codes(self) -> Tuple[np.ndarray, ...]:
@@ -482,35 +514,39 @@ class SparseLinearModel:
         Cached with the averages."""
         packed = self._packed
         if packed is None:
-            ptr, lab, val = self.compact()
             with self._lock:
                 packed = self._packed
                 if packed is None:
-                    n = int(self.n_rows[0])
-                    counts = np.bincount(self.row_tpl[:n], minlength=len(self.templates))
-                    tab_off = np.zeros(len(self.templates) + 1, dtype=np.int64)
-                    tab_off[1:] = np.cumsum([capacity_for(int(c)) for c in counts])
-                    tab = new_table(int(tab_off[-1]))
-                    hot, dense = hot_rows(ptr, lab, val, HOT_NONZEROS, max(1, self.n_labels), HOT_BYTES)
-                    span_tables(self.tab, self.tab_off, ptr, hot, tab_off, tab)
-                    if narrow_fits(self.n_labels, int(ptr[-1])):
-                        wide, tab = tab, np.zeros(tab.shape[0], dtype=np.uint32)
-                        narrow_table(wide, tab)
-                        del wide
-                    book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
-                        else codec.codes_of(val, 256)
-                    if book is not None and self.n_labels <= 256 and val.size:
-                        lc = (lab.astype(np.uint16) << 8) | codes.astype(np.uint16)
-                        lv = np.zeros((0, 2), dtype=np.float32)
-                    else:
-                        lc, book = np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32)
-                        lv = np.empty((lab.shape[0], 2), dtype=np.float32)
-                        lv[:, 0] = lab
-                        lv[:, 1] = val
-                    packed = self._packed = (tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32),
-                                             dense)
+                    packed = self._packed = self._make_packed()
                     self.forget_compact()
+                    self._keep_row_keys_only()
+                    release_free_heap()  # the load's and this layout's temporaries are gone by now (mapped.py)
         return packed
+
+    def _make_packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        ptr, lab, val = self.compact()
+        n = int(self.n_rows[0])
+        counts = np.bincount(self.row_tpl[:n], minlength=len(self.templates))
+        tab_off = np.zeros(len(self.templates) + 1, dtype=np.int64)
+        tab_off[1:] = np.cumsum([capacity_for(int(c)) for c in counts])
+        tab = new_table(int(tab_off[-1]))
+        hot, dense = hot_rows(ptr, lab, val, HOT_NONZEROS, max(1, self.n_labels), HOT_BYTES)
+        span_tables(self.tab, self.tab_off, ptr, hot, tab_off, tab)
+        if narrow_fits(self.n_labels, int(ptr[-1])):
+            wide, tab = tab, np.zeros(tab.shape[0], dtype=np.uint32)
+            narrow_table(wide, tab)
+            del wide
+        book, codes = self._coded if self._coded is not None and self._coded[0].size <= 256 \
+            else codec.codes_of(val, 256)
+        if book is not None and self.n_labels <= 256 and val.size:
+            lc = (lab.astype(np.uint16) << 8) | codes.astype(np.uint16)
+            lv = np.zeros((0, 2), dtype=np.float32)
+        else:
+            lc, book = np.zeros(0, dtype=np.uint16), np.zeros(1, dtype=np.float32)
+            lv = np.empty((lab.shape[0], 2), dtype=np.float32)
+            lv[:, 0] = lab
+            lv[:, 1] = val
+        return tab, tab_off, lv, lc, np.ascontiguousarray(book, dtype=np.float32), dense
 
     def forget_compact(self) -> None:
         """In training, drop the cached compressed rows once their user has

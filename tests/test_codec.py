@@ -58,6 +58,21 @@ def test_a_loaded_model_keeps_its_rows_in_the_narrowest_types(small_tagger):
     assert loaded._coded is None and np.array_equal(loaded.averaged()[:, :-1], want)
     assert not loaded.averaged()[:, -1].any()
 
+
+def test_a_loaded_parser_keeps_row_keys_not_tables_once_it_predicts():
+    """The shipped parser predicts from its own span tables; once those are built it keeps each row's key
+    instead of the feature tables, and makes them again slot for slot when saving asks (the same file)."""
+    import spacy_sparse
+    from spacy_sparse.loading import default_path
+
+    nlp = spacy_sparse.load_default()
+    model = nlp.get_pipe("sparse_parser").sparse
+    before = model.tab.copy()
+    nlp("The parser builds its layout. Then its tables go.")
+    assert model._tab is None and model._row_keys.dtype == np.uint32
+    assert np.array_equal(model.tab, before) and model._row_keys is None
+    assert model.to_bytes() == (default_path("full") / "sparse_parser" / "model").read_bytes()
+
 def _older(msg, version):
     """A version 1-3 float file with the content of a version 4 one: keys
     and ambiguity classes whole, not as zipped steps."""
