@@ -121,18 +121,22 @@ class SparseLinearModel:
                     # rows in order, as load_features inserted them: the same slots
                     fill_tables(self.row_tpl[:n], self._row_keys.astype(np.uint64), np.arange(n, dtype=np.int64),
                                 self.tab_off, tab)
-                    self._tab, self._row_keys = tab, None
+                    self._tab = tab  # the keys stay: a layout built again may drop the tables again
         return tab
 
     @tab.setter
     def tab(self, value: np.ndarray) -> None:
         self._tab, self._row_keys = value, None
 
-    def _keep_row_keys_only(self) -> None:
-        """Drop a loaded model's tables, keeping each row's (32-bit) key."""
-        keys = self.keys_of_rows()
-        if self.W is None and self._tab is not None and (keys.size == 0 or int(keys.max()) < 2 ** 32):
-            self._row_keys, self._tab = keys.astype(np.uint32), None
+    def _keep_row_keys_only(self, keep: bool) -> None:
+        """Once a loaded model's prediction layouts are built: with `keep`,
+        drop its tables and keep the keys of its rows (load_features kept
+        them: making them from the tables took 20 ms of a first parse);
+        else drop those keys (the tables are what it predicts with)."""
+        if keep and self.W is None and self._row_keys is not None and self._tab is not None:
+            self._tab = None
+        elif not keep and self._tab is not None:
+            self._row_keys = None
 
     @property
     def template_names(self) -> List[str]:
@@ -213,6 +217,8 @@ class SparseLinearModel:
             return
         n = int(self.n_rows[0])
         cap = max(16, n)
+        self.tab  # made again if only the keys of the rows were kept
+        self._row_keys = None  # training changes the tables in place
         W = np.zeros((cap, max(1, self.n_labels)), dtype=np.float32)
         scatter_rows(*self.compact(), W)
         self.W = W
@@ -379,6 +385,7 @@ class SparseLinearModel:
                     if dense.shape[0] == 0:
                         dense = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
                     self._dense = dense
+                    self._keep_row_keys_only(False)
         return dense
 
     def coded_weights(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -400,6 +407,7 @@ class SparseLinearModel:
                 codes = self._dense_codes
                 if codes is None:
                     codes = self._dense_codes = self._make_dense_codes()
+                    self._keep_row_keys_only(False)
                     release_free_heap()  # the load's temporaries are gone by now (mapped.py)
         return codes or None
 
@@ -519,7 +527,7 @@ class SparseLinearModel:
                 if packed is None:
                     packed = self._packed = self._make_packed()
                     self.forget_compact()
-                    self._keep_row_keys_only()
+                    self._keep_row_keys_only(True)
                     release_free_heap()  # the load's and this layout's temporaries are gone by now (mapped.py)
         return packed
 
@@ -629,6 +637,8 @@ class SparseLinearModel:
         self.row_tpl[:n] = tpl
         self.n_rows[0] = n
         self.W = self.U = None
+        # row i's key, until the prediction layouts are built (_keep_row_keys_only)
+        self._row_keys = keys.astype(np.uint32) if n == 0 or int(keys.max()) < 2 ** 32 else None
         self.changed()
         # Kept for saving, statistics and building the prediction layouts, not read when predicting, so in
         # the narrowest types: labels as bytes, grouped weights as one-byte codes without their values

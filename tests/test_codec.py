@@ -70,8 +70,10 @@ def test_a_loaded_parser_keeps_row_keys_not_tables_once_it_predicts():
     before = model.tab.copy()
     nlp("The parser builds its layout. Then its tables go.")
     assert model._tab is None and model._row_keys.dtype == np.uint32
-    assert np.array_equal(model.tab, before) and model._row_keys is None
+    assert np.array_equal(model.tab, before) and model._tab is not None
     assert model.to_bytes() == (default_path("full") / "sparse_parser" / "model").read_bytes()
+    tagger = nlp.get_pipe("sparse_tagger").sparse  # predicts from its tables: the keys go instead
+    assert tagger._tab is not None and tagger._row_keys is None
 
 def _older(msg, version):
     """A version 1-3 float file with the content of a version 4 one: keys
