@@ -275,13 +275,15 @@ def page() -> str:
                   "pipelines load and label without numba's compiler; their `(jit)` rows are the same "
                   "pipelines with `SPACY_SPARSE_AOT=0`.", "",
                   "| model | extra seconds over spacy.blank (median) | range over all processes | on disk | "
-                  "peak memory over spacy.blank (median) |",
+                  "memory over spacy.blank at its peak / after the sentence (medians) |",
                   "|---|---|---|---|---|"]
         for i, row in enumerate(cold[0]["rows"]):
             extras = [x for run in cold for x in run["rows"][i]["extra_seconds"]]
             medians = [run["rows"][i]["median_extra"] for run in cold]
-            memory = [run["rows"][i].get("extra_rss_bytes") for run in cold]
-            memory = span([m / 1e6 for m in memory], '{:+.0f}', ' MB') if None not in memory else "–"
+            peak = [run["rows"][i].get("extra_rss_bytes") for run in cold]
+            end = [run["rows"][i].get("extra_end_rss_bytes") for run in cold]
+            memory = "–" if None in peak + end else \
+                f"{span([m / 1e6 for m in peak], '{:+.0f}', ' MB')} / {span([m / 1e6 for m in end], '{:+.0f}', ' MB')}"
             parts.append(f"| `{row['model']}` | {span(medians, '{:+.2f}', ' s')} | "
                          f"{min(extras):+.2f} to {max(extras):+.2f} s | {mb(row.get('pipeline_bytes'))} | "
                          f"{memory} |")

@@ -397,7 +397,8 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
     """Seconds from a new Python process to one labelled sentence, for
     each model and for `spacy.blank("en")` as the baseline, runs taking
     turns (a slow spell hits every model alike), and the peak resident
-    memory of those processes (medians; over the baseline's too). A model is "default",
+    memory of those processes and what was resident at their end (medians;
+    over the baseline's too). A model is "default",
     "default-tagger" or a path; each process imports what a user's would.
     With kernels compiled ahead of time (`compile-kernels`), each model
     with sparse components is timed with numba's jit as well (a "(jit)"
@@ -423,10 +424,11 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
     times: Dict[str, List[float]] = {name: [] for name in code}
     peaks: Dict[str, List[int]] = {name: [] for name in code}
     bytecode = compile_bytecode()
-    # each process reports its own peak resident memory as it ends: VmHWM in kB (Linux; 0 elsewhere). Not
-    # ru_maxrss, which a new process inherits from the one that forked it (this one, with spaCy loaded).
+    # each process reports, as it ends, its peak resident memory and what is resident then (VmHWM, VmRSS in kB;
+    # Linux; 0 elsewhere). Not ru_maxrss, which a new process inherits from the one that forked it (this one).
     report = (r"; import os, re; s = open('/proc/self/status').read() if os.path.exists('/proc/self/status') "
-              r"else ''; print((re.findall(r'VmHWM:\s*(\d+)', s) or ['0'])[0])")
+              r"else ''; print(*[(re.findall(k + r':\s*(\d+)', s) or ['0'])[0] for k in ('VmHWM', 'VmRSS')])")
+    resident: Dict[str, List[int]] = {name: [] for name in code}
     for load, env, _ in code.values():  # untimed: numba's cache is written, if it was not
         subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
     for _ in range(max(1, runs)):
@@ -435,9 +437,13 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
             done = subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r}){report}"], check=True,
                                   env=env, stdout=subprocess.PIPE, text=True)
             times[name].append(time.perf_counter() - start)
-            peaks[name].append(int(done.stdout.split()[-1]) * 1024)
+            peak_kb, now_kb = done.stdout.split()[-2:]
+            peaks[name].append(int(peak_kb) * 1024)
+            resident[name].append(int(now_kb) * 1024)
     base = sorted(times["blank"])
-    base_peak = sorted(peaks["blank"])[len(peaks["blank"]) // 2]
+
+    def median(values: List[int]) -> int:
+        return sorted(values)[len(values) // 2]
     rows = []
     for name, (_, _, model) in code.items():
         if name == "blank":
@@ -445,10 +451,12 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
         own = sorted(times[name])
         # pair runs by rank: the k-th fastest of each
         extra = [a - b for a, b in zip(own, base)]
-        peak = sorted(peaks[name])[len(peaks[name]) // 2]
         rows.append({"model": str(name), "seconds": own, "blank_seconds": base,
                      "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
-                     "peak_rss_bytes": peak, "extra_rss_bytes": peak - base_peak,
+                     "peak_rss_bytes": median(peaks[name]),
+                     "extra_rss_bytes": median(peaks[name]) - median(peaks["blank"]),
+                     "end_rss_bytes": median(resident[name]),
+                     "extra_end_rss_bytes": median(resident[name]) - median(resident["blank"]),
                      "pipeline_bytes": None if model is None else directory_bytes(model)})
     return {"runs": runs, "sentence": COLD_SENTENCE, "bytecode_compiled": bytecode,
             "compiled_kernels": bool(compiled_kernels.COMPILED), "rows": rows}

@@ -41,6 +41,7 @@ def test_cold_start_command_times_new_processes_against_blank(tmp_path):
     assert row["median_extra"] == sorted(row["extra_seconds"])[1]
     # each process's own peak memory: the tagger's tables and rows come on top of spaCy's
     assert 50e6 < row["peak_rss_bytes"] < 2e9 and 1e6 < row["extra_rss_bytes"] < row["peak_rss_bytes"]
+    assert 50e6 < row["end_rss_bytes"] <= row["peak_rss_bytes"] and row["extra_end_rss_bytes"] <= row["extra_rss_bytes"]
     # the package's bytecode was written first, as pip writes it at install, whatever PYTHONDONTWRITEBYTECODE says
     import importlib.util
 

@@ -116,7 +116,8 @@ def cmd_cold_start(args: argparse.Namespace) -> int:
         extra = row["extra_seconds"]
         msg.text(f"{row['model']}: {row['median_extra']:+.2f} s over spacy.blank (median of {len(extra)}; "
                  f"range {min(extra):+.2f} to {max(extra):+.2f}; blank itself {row['blank_seconds'][0]:.2f} s); "
-                 f"peak memory {row['peak_rss_bytes'] / 1e6:.0f} MB, {row['extra_rss_bytes'] / 1e6:+.0f} MB over blank")
+                 f"memory over blank: {row['extra_rss_bytes'] / 1e6:+.0f} MB at its peak, "
+                 f"{row['extra_end_rss_bytes'] / 1e6:+.0f} MB at the end")
     write_result(args.json, result)
     return 0
 
