@@ -287,7 +287,9 @@ def page() -> str:
             parts.append(f"| `{row['model']}` | {span(medians, '{:+.2f}', ' s')} | "
                          f"{min(extras):+.2f} to {max(extras):+.2f} s | {mb(row.get('pipeline_bytes'))} | "
                          f"{memory} |")
-        parts += ["", provenance(cold), ""]
+        blank = [sorted(run["rows"][0]["blank_seconds"])[len(run["rows"][0]["blank_seconds"]) // 2] for run in cold]
+        parts += ["", f"`spacy.blank(\"en\")` itself took {span(blank, '{:.2f}', ' s')} (median of each run): "
+                      "on a slower spell of the machine every extra grows with it.", "", provenance(cold), ""]
     for stem, text in (("tag_speed", "EWT train, one doc per line, repeated: each process meets every word type "
                                       "of it in its first pass"),
                        ("tag_speed_3m", "EWT train, one doc per line, repeated to three times as many words: the "
