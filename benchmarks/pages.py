@@ -333,7 +333,8 @@ def page() -> str:
             return span(found, "{:.2f}", "") if found else "–"
 
         parts.append(f"| {len(rows)} | {span([r['seconds'] / 60 for r in rows], '{:.1f}', ' min')} | "
-                     f"{span([r['peak_rss_bytes'] / 2**30 for r in rows], '{:.2f}', ' GiB')} | "
+                     f"{span([r['peak_rss_bytes'] / 2**30 for r in rows], '{:.2f}', ' GiB')} "
+                     f"({span([r['peak_rss_bytes'] / 1e9 for r in rows], '{:.2f}', ' GB')}) | "
                      f"{span([r['model_best_bytes'] / 2**20 for r in rows], '{:.1f}', ' MiB')} | "
                      f"{dev('tag_acc')} | {dev('dep_las')} | {dev('sents_f')} |")
         parts += ["", provenance(cost), ""]
