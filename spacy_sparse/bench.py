@@ -385,12 +385,13 @@ def compile_bytecode() -> bool:
     return bool(compileall.compile_dir(str(Path(__file__).parent), quiet=1))
 
 
-def read_text(path: Path) -> str:
-    """A file's text, or "" if it cannot be read."""
+def has_sparse_components(path: Path) -> bool:
+    """Whether the pipeline directory's config names a factory of ours."""
     try:
-        return Path(path).read_text(encoding="utf8")
-    except OSError:
-        return ""
+        config = spacy.util.load_config(Path(path) / "config.cfg")
+    except (OSError, ValueError):
+        return False
+    return any(str(c.get("factory", "")).startswith("sparse_") for c in config.get("components", {}).values())
 
 
 def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
@@ -419,7 +420,7 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
         else:
             load = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
         code[model] = (load, None, model)
-        if compiled_kernels.COMPILED and (shipped or "sparse_" in read_text(resolve_model(model) / "config.cfg")):
+        if compiled_kernels.COMPILED and (shipped or has_sparse_components(resolve_model(model))):
             code[f"{model} (jit)"] = (load, jit, model)
     times: Dict[str, List[float]] = {name: [] for name in code}
     peaks: Dict[str, List[int]] = {name: [] for name in code}

@@ -14,7 +14,6 @@ they stayed resident (30 MB of the shipped pipeline's), so the heap's free
 pages are handed back once a model's prediction layouts are built.
 """
 import ctypes
-import ctypes.util
 import mmap
 from typing import Any, Callable, List, Optional
 
@@ -77,12 +76,10 @@ def release_free_heap() -> None:
     elsewhere). It changes no data, only which free memory stays resident,
     and takes well under a millisecond after a load."""
     if not _TRIM:
-        trim = None
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            trim = getattr(libc, "malloc_trim", None)
+        try:  # the process's own symbols: glibc's malloc_trim where the C library is glibc
+            trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
         except OSError:
-            pass
+            trim = None
         _TRIM.append(trim)
     if _TRIM[0] is not None:
         _TRIM[0](0)

@@ -128,14 +128,17 @@ class SparseLinearModel:
     def tab(self, value: np.ndarray) -> None:
         self._tab, self._row_keys = value, None
 
-    def _keep_row_keys_only(self, keep: bool) -> None:
-        """Once a loaded model's prediction layouts are built: with `keep`,
-        drop its tables and keep the keys of its rows (load_features kept
-        them: making them from the tables took 20 ms of a first parse);
-        else drop those keys (the tables are what it predicts with)."""
-        if keep and self.W is None and self._row_keys is not None and self._tab is not None:
+    def _drop_tables(self) -> None:
+        """A loaded model that predicts from tables of its own (packed) keeps
+        the keys of its rows instead of its feature tables (load_features
+        kept those keys: making them from the tables took 20 ms of a first
+        parse)."""
+        if self.W is None and self._row_keys is not None:
             self._tab = None
-        elif not keep and self._tab is not None:
+
+    def _drop_row_keys(self) -> None:
+        """A model that predicts from its feature tables needs no second copy of their keys."""
+        if self._tab is not None:
             self._row_keys = None
 
     @property
@@ -217,7 +220,7 @@ class SparseLinearModel:
             return
         n = int(self.n_rows[0])
         cap = max(16, n)
-        self.tab  # made again if only the keys of the rows were kept
+        _ = self.tab  # made again if only the keys of the rows were kept
         self._row_keys = None  # training changes the tables in place
         W = np.zeros((cap, max(1, self.n_labels)), dtype=np.float32)
         scatter_rows(*self.compact(), W)
@@ -385,7 +388,7 @@ class SparseLinearModel:
                     if dense.shape[0] == 0:
                         dense = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
                     self._dense = dense
-                    self._keep_row_keys_only(False)
+                    self._drop_row_keys()
         return dense
 
     def coded_weights(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -407,7 +410,7 @@ class SparseLinearModel:
                 codes = self._dense_codes
                 if codes is None:
                     codes = self._dense_codes = self._make_dense_codes()
-                    self._keep_row_keys_only(False)
+                    self._drop_row_keys()
                     release_free_heap()  # the load's temporaries are gone by now (mapped.py)
         return codes or None
 
@@ -527,7 +530,7 @@ class SparseLinearModel:
                 if packed is None:
                     packed = self._packed = self._make_packed()
                     self.forget_compact()
-                    self._keep_row_keys_only(True)
+                    self._drop_tables()
                     release_free_heap()  # the load's and this layout's temporaries are gone by now (mapped.py)
         return packed
 
@@ -642,7 +645,7 @@ class SparseLinearModel:
         self.row_tpl[:n] = tpl
         self.n_rows[0] = n
         self.W = self.U = None
-        # row i's key, until the prediction layouts are built (_keep_row_keys_only)
+        # row i's key, until the prediction layouts are built (_drop_tables, _drop_row_keys)
         self._row_keys = keys.astype(np.uint32) if n == 0 or int(keys.max()) < 2 ** 32 else None
         self.changed()
         # Kept for saving, statistics and building the prediction layouts, not read when predicting, so in
