@@ -454,10 +454,24 @@ class SparseLinearModel:
         return self._fill_averages(np.empty((n, max(1, self.n_labels)), dtype=np.float32))
 
     def _fill_averages(self, out: np.ndarray) -> np.ndarray:
-        """averaged() written into the first rows of `out`, a slice at a time."""
+        """averaged() written into the first rows of `out`, a slice at a time
+        (the averaged perceptron's in one kernel call)."""
+        n = int(self.n_rows[0])
+        if self._plain_average():
+            from .kernels.rows import average_rows  # training only: loading needs no numba import
+
+            average_rows(self.W[:n], self.U[:n], float(self.steps[0]), out[:n])
+            if self.min_updates > 1:
+                out[:n][self.updates[:n] < self.min_updates] = 0.0  # not yet counted, not saved
+            return out
         for i, part in self._averaged_slices():
             out[i:i + part.shape[0]] = part
         return out
+
+    def _plain_average(self) -> bool:
+        """Whether averaged() is the averaged perceptron's W - U / steps (no
+        DC-ADMM values fixed, no sparseptron scales, some steps taken)."""
+        return self.admm.fixed is None and self.W is not None and not self.groups.selecting and self.steps[0] > 0
 
     def _averaged_slices(self) -> Iterator[Tuple[int, np.ndarray]]:
         """averaged() by slices of rows, (first row, weights): what needs
@@ -465,6 +479,8 @@ class SparseLinearModel:
         float64 temporary of them."""
         n = int(self.n_rows[0])
         fixed = self.admm.fixed
+        if self._plain_average():
+            from .kernels.rows import average_rows  # training only: loading needs no numba import
         for i in range(0, n, _SLICE):
             j = min(n, i + _SLICE)
             if fixed is not None:
@@ -475,8 +491,9 @@ class SparseLinearModel:
                 continue
             if self.groups.selecting:
                 out = self.W[i:j] * self.groups.scale[self.row_tpl[i:j]][:, None]
-            elif self.steps[0] > 0:
-                out = (self.W[i:j] - self.U[i:j] / self.steps[0]).astype(np.float32)
+            elif self._plain_average():
+                out = np.empty((j - i, self.W.shape[1]), dtype=np.float32)
+                average_rows(self.W[i:j], self.U[i:j], float(self.steps[0]), out)
             else:
                 out = self.W[i:j].copy()
             if self.min_updates > 1:

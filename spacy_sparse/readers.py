@@ -6,6 +6,7 @@ model that reads neighbouring words and labels then trains on sentence
 edges it never sees at inference on whole docs. This reader yields one
 example per stored doc, with the gold tokens as the predicted doc's tokens.
 """
+import weakref
 import zlib
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -21,6 +22,8 @@ from spacy.util import ensure_path, registry
 from .checks import check_number
 
 
+# Examples a reader keeps for its pipeline's next read (predicted tokens; EWT train read both ways: 0.4M)
+KEEP_TOKENS = 5_000_000
 TOKENS = ("gold", "runtime", "both")
 # user_data key of a doc's paragraph starts (token offsets after the first), from a CoNLL-U's `# newpar`
 PARAGRAPHS_KEY = "spacy_sparse.paragraphs"
@@ -176,13 +179,35 @@ def create_gold_token_corpus(path: Path, limit: int = 0, sents: bool = False, ta
     jackknifed tags (`python -m spacy_sparse jackknife`); `tokens` picks
     gold tokens, the tokens of spaCy's tokenizer ("runtime"), or "both";
     `newlines`, the share of raw-text copies laid out in lines; `lowercase`
-    and `uppercase`, the shares in one case."""
+    and `uppercase`, the shares in one case. A pipeline that reads the
+    corpus to the end gets the same examples again on its next read, unless
+    they hold more than KEEP_TOKENS tokens (a corpus streamed with
+    `max_epochs = -1` is read afresh each time)."""
     if tokens not in TOKENS:
         raise ValueError(f"tokens must be one of {TOKENS}, got {tokens!r}")
     newlines, lowercase, uppercase = check_shares(newlines, lowercase, uppercase)
 
+    made: "weakref.WeakKeyDictionary[Language, List[Example]]" = weakref.WeakKeyDictionary()
+
     def read(nlp: Language) -> Iterable[Example]:
-        return gold_token_examples(nlp, path, limit, sents, tags, tokens, newlines, lowercase, uppercase)
+        # `spacy train` reads the corpus once per component's initialize and once per evaluation; the examples
+        # are the same each time (the layouts and cases are drawn per doc), and spaCy copies the predicted docs
+        # before it writes on them (update, evaluate), so one read serves them all
+        examples = made.get(nlp)
+        return iter(examples) if examples is not None else remember(nlp)
+
+    def remember(nlp: Language) -> Iterator[Example]:
+        examples: Optional[List[Example]] = []
+        n_tokens = 0
+        for eg in gold_token_examples(nlp, path, limit, sents, tags, tokens, newlines, lowercase, uppercase):
+            if examples is not None:
+                n_tokens += len(eg.predicted)
+                examples.append(eg)
+                if n_tokens > KEEP_TOKENS:
+                    examples = None  # too large to hold: read again next time
+            yield eg
+        if examples is not None:
+            made[nlp] = examples  # only a read to the end: spaCy's initialize may look at the first few alone
 
     return read
 

@@ -78,3 +78,19 @@ def test_catch_up_is_k_single_pulls_in_closed_form():
     before = lazy_W.copy()
     catch_up(lazy_W, lazy_U, target, lazy_stamp, 0, 10.0, pull)  # read again at the same decision: no change
     np.testing.assert_array_equal(lazy_W, before)
+
+
+def test_averages_in_one_kernel_are_numpys_bits():
+    """The averaged perceptron's weights come from one kernel pass (training asks for them every few batches);
+    they are the bits of numpy's float64 W - U / steps rounded to float32, and rows short of min_updates are 0."""
+    rng = np.random.default_rng(3)
+    n, n_labels = 20_000, 7  # more than one slice of rows
+    model = SparseLinearModel(["lower@0"], [str(i) for i in range(n_labels)])
+    model.W = rng.normal(size=(n, n_labels)).astype(np.float32)
+    model.U = (rng.normal(size=(n, n_labels)) * 300).astype(np.float32)
+    model.updates = rng.integers(0, 6, size=n).astype(np.int32)
+    model.n_rows[0], model.steps[0], model.min_updates = n, 977.0, 3
+    expect = (model.W - model.U / model.steps[0]).astype(np.float32)
+    expect[model.updates < 3] = 0.0
+    assert np.array_equal(model.averaged(), expect)
+    assert np.array_equal(np.concatenate([part for _, part in model._averaged_slices()]), expect)

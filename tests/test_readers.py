@@ -50,6 +50,36 @@ def test_token_modes_of_the_gold_token_reader(corpus):
         create_gold_token_corpus(corpus / "train.spacy", tokens="raw")
 
 
+def test_the_reader_reads_a_corpus_once_per_pipeline(corpus):
+    """`spacy train` asks for the corpus once per component's initialize and once per evaluation: a read to the
+    end is kept for that pipeline and handed out again; a read cut short is not kept, and a pipeline of its own
+    reads the file again."""
+    from itertools import islice
+
+    from spacy_sparse.readers import create_gold_token_corpus
+
+    read = create_gold_token_corpus(corpus / "train.spacy", limit=30, tokens="both")
+    nlp, other = spacy.blank("en"), spacy.blank("en")
+    first_few = list(islice(read(nlp), 3))
+    whole = list(read(nlp))
+    assert len(whole) == 60 and not any(a is b for a, b in zip(first_few, whole))
+    again = list(read(nlp))
+    assert all(a is b for a, b in zip(again, whole)) and len(again) == 60
+    fresh = list(read(other))
+    assert fresh[0].predicted.vocab is other.vocab
+    assert [[t.text for t in eg.predicted] for eg in fresh] == [[t.text for t in eg.predicted] for eg in whole]
+
+
+def test_a_corpus_too_large_to_keep_is_read_again(corpus, monkeypatch):
+    from spacy_sparse import readers
+
+    monkeypatch.setattr(readers, "KEEP_TOKENS", 500)  # fewer tokens than 30 EWT docs hold
+    read = readers.create_gold_token_corpus(corpus / "train.spacy", limit=30)
+    nlp = spacy.blank("en")
+    first, second = list(read(nlp)), list(read(nlp))
+    assert len(first) == len(second) == 30 and not any(a is b for a, b in zip(first, second))
+
+
 def test_raw_copies_in_one_case(corpus):
     """`lowercase` / `uppercase` shares of the raw-text copies are in one case, drawn per doc (the same every
     epoch); spaCy's alignment still carries the gold labels onto their tokens."""
