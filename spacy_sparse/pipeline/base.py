@@ -30,6 +30,7 @@ from .batching import MAX_TRAIN_CELLS, DocBatch, DocColumns, SegmentPool, token_
 from .dropout import type_counts, word_dropout
 from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
                        check_threads)
+from .gold import GoldMemo
 from .views import Views, visible_examples
 
 
@@ -120,6 +121,8 @@ class SparsePipe(TrainablePipe):
         # the docs of the last update, held until the next predict: spaCy's
         # annotating pass labels exactly these (see predict)
         self._just_trained: Optional[List[Doc]] = None
+        # gold values per training example, from epoch to epoch (gold.py)
+        self._gold_memo = GoldMemo()
         self.reset_usage()
 
     # ---- runtime knobs ---------------------------------------------------------

@@ -12,6 +12,7 @@ with spaCy's `deprojectivize`. A doc whose sentence starts are all known
 (gold sentences, a senter) is parsed sentence by sentence, one tree each;
 any other doc is parsed whole, and its trees become its sentences.
 """
+import sys
 from collections import Counter
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
@@ -194,7 +195,7 @@ class SparseParser(SparsePipe):
         words = []
         for eg in get_examples():
             words.extend((t.text, t.tag_) for t in eg.reference)
-            heads, deps = eg.get_aligned_parse(projectivize=True)
+            heads, deps = self._gold_memo.get(eg, _aligned_parse)
             for i, (h, d) in enumerate(zip(heads, deps)):
                 if h is not None and d:
                     (root_counts if h == i else counts)[d] += 1
@@ -326,7 +327,7 @@ class SparseParser(SparsePipe):
         lab = np.full(batch.n_tokens, -1, dtype=np.int64)
         for k, eg in enumerate(examples):
             off = int(batch.doc_off[k])
-            heads, deps = eg.get_aligned_parse(projectivize=True)
+            heads, deps = self._gold_memo.get(eg, _aligned_parse)
             for i, (h, d) in enumerate(zip(heads, deps)):
                 if h is None:
                     continue
@@ -344,6 +345,13 @@ class SparseParser(SparsePipe):
         head[crossing] = NO_TOKEN
         lab[crossing] = -1
         return head, lab
+
+
+def _aligned_parse(eg: Example) -> Tuple[Tuple[Optional[int], ...], Tuple[Optional[str], ...]]:
+    """The reference's projective heads and labels per predicted token
+    (None: not aligned); each label string is kept once."""
+    heads, deps = eg.get_aligned_parse(projectivize=True)
+    return tuple(heads), tuple(d if d is None else sys.intern(d) for d in deps)
 
 
 def gold_children(gold_head: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -114,7 +114,11 @@ class SparseSenter(SequencePipe):
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
         """START/INSIDE per predicted token (-1: the reference has no
         sentence boundaries)."""
-        out = []
-        for eg in examples:
-            out.extend(-1 if s is None else int(s) for s in eg.get_aligned_sent_starts())
-        return np.array(out, dtype=np.int32).reshape(n_tokens)
+        parts = [self._gold_memo.get(eg, _aligned_starts) for eg in examples]
+        return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)).reshape(n_tokens)
+
+
+def _aligned_starts(eg: Example) -> np.ndarray:
+    """1 / 0 per predicted token as the reference starts a sentence there or
+    not; -1 where it says nothing."""
+    return np.array([-1 if s is None else int(s) for s in eg.get_aligned_sent_starts()], dtype=np.int32)

@@ -104,26 +104,24 @@ class SparseTagger(SequencePipe):
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:
         """Gold label index per predicted token; -1 where missing, unknown
         or not aligned one-to-one; -2 - y for a negative tag "!y"."""
-        attr = ANNOTATE[self.annotate]
-        parts = []
-        for eg in examples:
-            n = len(eg.predicted)
-            align = eg.alignment.x2y
-            if len(eg.reference) == n and np.array_equal(align.lengths, np.ones(n, dtype=align.lengths.dtype)):
-                values = eg.reference.to_array(attr).astype(np.uint64)
-                values = values[align.data] if n else values
-            else:
-                strings = eg.get_aligned(self.annotate.upper(), as_string=True)
-                values = np.array(
-                    [self._string_value(s) for s in strings], dtype=np.uint64
-                )
-            parts.append(values)
+        parts = [self._gold_memo.get(eg, self._gold_values) for eg in examples]
         values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
         if not len(self._sorted_values):
             return np.full(n_tokens, -1, dtype=np.int32)
         pos = np.searchsorted(self._sorted_values, values).clip(0, len(self._sorted_values) - 1)
         found = (self._sorted_values[pos] == values) & (values != 0)
         return np.where(found, self._sorted_index[pos], -1).astype(np.int32)
+
+    def _gold_values(self, eg: Example) -> np.ndarray:
+        """The reference's tag (or POS) value per predicted token, 0 where
+        none is aligned one-to-one."""
+        n = len(eg.predicted)
+        align = eg.alignment.x2y
+        if len(eg.reference) == n and np.array_equal(align.lengths, np.ones(n, dtype=align.lengths.dtype)):
+            values = eg.reference.to_array(ANNOTATE[self.annotate]).astype(np.uint64)
+            return values[align.data] if n else values
+        strings = eg.get_aligned(self.annotate.upper(), as_string=True)
+        return np.array([self._string_value(s) for s in strings], dtype=np.uint64)
 
     def _string_value(self, label: Optional[str]) -> int:
         if not label:
