@@ -374,13 +374,13 @@ class SparseLinearModel:
         if stale_steps > 0 and self.W is not None:
             with self._lock:
                 stale = self._stale
-                if stale is not None and self.version - stale[0] > stale_steps and stale[1].shape == self.W.shape:
+                if stale is None or stale[1].shape != self.W.shape:
+                    self._stale = stale = None  # freed before its successor is made: one copy at a time
+                    stale = self._stale = (self.version, self._fill_averages(np.zeros(self.W.shape, np.float32)))
+                elif self.version - stale[0] > stale_steps:
                     # made again in place: rows are only appended between two such versions, so those past
                     # the old rows are still zeros (new pages for every copy cost more than the averaging)
                     stale = self._stale = (self.version, self._fill_averages(stale[1]))
-                elif stale is None or self.version - stale[0] > stale_steps or stale[1].shape != self.W.shape:
-                    self._stale = stale = None  # freed before its successor is made: one copy at a time
-                    stale = self._stale = (self.version, self._fill_averages(np.zeros(self.W.shape, np.float32)))
                 return stale[1]
         dense = self._dense
         if dense is None:

@@ -406,3 +406,25 @@ def test_labels_do_not_depend_on_the_room_for_summed_vectors(kind, ewt_refs, mon
     cache = nlp.get_pipe("sparse_tagger")._word_rows
     assert 0 < cache.sums.shape[0] < 100 < cache.rows.shape[0]
     assert cramped == roomy
+
+
+def test_stale_averages_made_again_in_place_are_the_current_averages(ewt_refs):
+    """The annotating pass's averages are made again in the array of the last ones once they are too old (a new
+    zeroed array each time cost more than the averaging): they then equal the current averages, and the rows made
+    since the first ones read as zeros."""
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger")
+    train = to_examples(nlp, ewt_refs["train"][:300])
+    nlp.initialize(lambda: train)
+    model = tagger.sparse
+    nlp.update(train[:64])
+    first = model.weights(stale_steps=1)
+    rows_then = int(model.n_rows[0])
+    for i in range(64, 72, 4):
+        nlp.update(train[i:i + 4])
+    assert int(model.n_rows[0]) > rows_then and model.W.shape == first.shape  # rows appended, no growth
+    again = model.weights(stale_steps=1)
+    assert again is first  # the same array, made again
+    n = int(model.n_rows[0])
+    np.testing.assert_array_equal(again[:n], model.averaged())
+    assert not again[n:].any()
