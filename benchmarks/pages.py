@@ -25,7 +25,7 @@ BENCH_SECTIONS = [
     ("full_raw", "Embedded full pipeline on raw text",
      "`spacy_sparse.load_default()` (the segmenter, tagger and parser of `configs/tagger_parser.cfg`, each rounded by "
      "QT with L0 terms: `spacy project run compress-default`, and its `sparse_upos` table) "
-     "on EWT test: each document's text through spaCy's tokenizer, no sentence boundaries, scored by spaCy's scorer "
+     "on EWT test: each document's text through the pipeline's own tokenizer (spaCy's English tokenizer with UD English's tokens where they differ, `spacy_sparse.UDTokenizer.v1`; the CNN keeps spaCy's own), no sentence boundaries, scored by spaCy's scorer "
      "through the alignment (what `spacy evaluate` does without `--gold-preproc`). The margin is the parser's. "
      "Compared with spaCy's CNN efficiency tagger + parser (`configs/cnn_tagger_parser.cfg`, trained on spaCy's "
      "tokens of the same data), timed in the same run."),
