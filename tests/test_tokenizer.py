@@ -79,6 +79,29 @@ def test_a_config_names_it(tmp_path):
     assert words(spacy.load(tmp_path / "p").tokenizer, "an e-mail!!") == ["an", "e-mail", "!!"]
 
 
+def test_loading_reads_the_file_only_when_it_differs(tmp_path, monkeypatch):
+    """spacy.load builds the tokenizer from the config, then reads its file: a file that holds what the
+    tokenizer would write is not read again (spaCy's from_bytes rebuilds every rule), any other is."""
+    import spacy_sparse.tokenizer as module
+
+    config = spacy.util.load_config_from_str(
+        '[nlp]\nlang = "en"\npipeline = []\ntokenizer = {"@tokenizers":"spacy_sparse.UDTokenizer.v1"}\n'
+        '[components]\n')
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True)
+    nlp.to_disk(tmp_path / "same")
+    nlp.tokenizer.add_special_case("gonna", [{"ORTH": "gon"}, {"ORTH": "na"}])
+    nlp.tokenizer.add_special_case("x-ray", [{"ORTH": "x-ray"}])
+    nlp.to_disk(tmp_path / "changed")
+
+    reads = []
+    read = module._read
+    monkeypatch.setattr(module, "_read", lambda *args: reads.append(1) or read(*args))
+    same = spacy.load(tmp_path / "same")
+    assert reads == [] and words(same.tokenizer, "an x-ray gonna") == ["an", "x", "-", "ray", "gon", "na"]
+    changed = spacy.load(tmp_path / "changed")
+    assert reads == [1] and words(changed.tokenizer, "an x-ray") == ["an", "x-ray"]
+
+
 @pytest.mark.parametrize("text", ["!" * 4000 + "x", "x" + "!." * 4000, "x" + "<" * 8000, "<" * 8000 + "x",
                                   "non-" * 2000 + "x", "x" + "?" * 8000])
 def test_long_runs_cost_linear_time(pair, text):
