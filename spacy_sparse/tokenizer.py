@@ -25,7 +25,9 @@ BOUND_PREFIXES = ("e", "non", "pre", "post", "anti", "mid", "re", "co", "over", 
 # Each run is matched from its first character only (the lookbehinds), so a long run costs linear time
 # where a pattern free to start anywhere in it would backtrack from every position.
 RUN_OF_MARKS = r"(?<![.!?])(?=[.!?]{2})\.*[!?][.!?]*"
-SYMBOL_RUN = "|".join(r"(?<!{0}){0}{0}+".format(re.escape(c)) for c in "<>*=_~#+$|")
+# (one group: spaCy anchors each affix pattern by putting ^ before it or $ after it, which would bind to the first
+# or last alternative alone)
+SYMBOL_RUN = "(?:" + "|".join(r"(?<!{0}){0}{0}+".format(re.escape(c)) for c in "<>*=_~#+$|") + ")"
 # spaCy reads a token_match back from a saved tokenizer with re.match, so the pattern anchors its own end
 WHOLE = r"(?:" + RUN_OF_MARKS + "|" + SYMBOL_RUN + r"|(?:1-)?(?:\d{3}-)?\d{3}-\d{4}|\d{5}-\d{4})$"
 # Short forms whole in EWT train and never cut there; `and/or`, which spaCy keeps, is cut there.

@@ -54,6 +54,9 @@ def test_fewer_tokens_cut_unlike_the_treebank_on_ewt_dev(pair, ewt_refs):
     ("and/or", ["and", "/", "or"]),
     ("Hi!", ["Hi", "!"]),
     ("wait...", ["wait", "..."]),
+    # a run inside a word is no affix (each affix pattern is anchored as a whole)
+    ("hello$$", ["hello", "$$"]),
+    ("foo==bar x>>y ab**cd", ["foo==bar", "x>>y", "ab**cd"]),
 ])
 def test_rules(pair, text, expected):
     assert words(pair[1], text) == expected
