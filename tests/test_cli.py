@@ -90,6 +90,16 @@ def test_report_cli_json(trained_dir):
     assert stats["bytes"] == (trained_dir / "sparse_tagger" / "model").stat().st_size
 
 
+def test_report_takes_the_shipped_names():
+    """`report default` as `bench default` does: the embedded pipeline's three sparse components."""
+    import spacy_sparse
+
+    report = json.loads(run("spacy_sparse", "report", "default", "--json"))
+    assert sorted(report) == ["sparse_parser", "sparse_senter", "sparse_tagger"]
+    shipped = spacy_sparse.DEFAULT_MODEL_PATH / "sparse_parser" / "model"
+    assert report["sparse_parser"]["bytes"] == shipped.stat().st_size
+
+
 def test_order_templates_cli_and_config_use(corpus, tmp_path):
     order_file = tmp_path / "order.json"
     run("spacy_sparse", "order-templates", str(corpus / "train.spacy"), str(corpus / "dev.spacy"), str(order_file),

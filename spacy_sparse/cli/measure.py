@@ -68,11 +68,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import spacy
-
     from ..bench import sparse_components
+    from ..loading import load_pipeline
 
-    nlp = spacy.load(args.model)
+    nlp = load_pipeline(args.model)  # a path, or "default" / "default-tagger" as the other commands take
     report = {}
     for name, pipe in sparse_components(nlp):
         stats = pipe._require_model().stats()
@@ -222,7 +221,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("report", help="model statistics per sparse component")
-    p.add_argument("model")
+    p.add_argument("model", help='a pipeline directory, "default" or "default-tagger"')
     p.add_argument("--json", action="store_true")
     p.add_argument("--per-template", action="store_true", help="features per template too")
     p.set_defaults(func=cmd_report)
