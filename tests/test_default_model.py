@@ -14,7 +14,7 @@ from conftest import EWT
 
 # Measured on EWT test (gold tokens, whole docs) when the tagger was shipped (CHANGELOG.md); a
 # change that loses accuracy in the shipped model fails here.
-SHIPPED_TEST_ACCURACY = 0.9441
+SHIPPED_TEST_ACCURACY = 0.9457  # 0.9441 before it was trained again with the UD tokenizer
 # The full pipeline on the first 60 docs of EWT test as raw text, when it was shipped (docs/benchmarks.md has
 # the whole split): tags, LAS, sentence F.
 # Shipped with spacy_sparse.UDTokenizer.v1; the pipeline before it: 0.9608, 0.9620, 0.8022, 0.8154.
