@@ -41,18 +41,10 @@ def load_default(name: str = "full", **kwargs):
     """Load an embedded pipeline trained on UD English-EWT (CC BY-SA 4.0;
     see its LICENSE): "full" (sparse_senter, sparse_tagger, sparse_parser)
     or "tagger" (sparse_tagger alone, the smallest)."""
-    return _load_shipped(default_path(name), **kwargs)
-
-
-def _load_shipped(path: Path, **kwargs):
-    """spacy.load of a shipped pipeline without reading its tokenizer file
-    back: the pipelines keep spaCy's English tokenizer as the config builds
-    it (a test holds the file to that), and reading the rules in again
-    would cost a second build of it, about 0.13 s of every cold start."""
     import spacy
 
-    exclude = list(kwargs.pop("exclude", []))
-    return spacy.load(path, exclude=exclude + ["tokenizer"], **kwargs)
+    # a plain spacy.load: the shipped tokenizer (spacy_sparse.UDTokenizer.v1) skips reading back its own file
+    return spacy.load(default_path(name), **kwargs)
 
 
 def resolve_model(model: Union[str, Path]) -> Path:
@@ -74,7 +66,7 @@ def load_pipeline(model: Union[str, Path], n_threads: int = 1):
     from .pipeline.base import SparsePipe
 
     path = resolve_model(model)
-    nlp = _load_shipped(path) if path in DEFAULT_PIPELINES.values() else spacy.load(path)
+    nlp = spacy.load(path)
     for _name, pipe in nlp.pipeline:
         if isinstance(pipe, SparsePipe):
             pipe.n_threads = n_threads

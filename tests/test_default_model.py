@@ -69,9 +69,8 @@ def test_default_model_loads_and_keeps_its_accuracy(tmp_path):
 
 @pytest.mark.parametrize("kind", ["full", "tagger"])
 def test_load_default_skips_only_a_tokenizer_the_config_rebuilds(kind):
-    """load_default does not read the tokenizer file back (cold start): the
-    file must be exactly the tokenizer the config builds, and a user's
-    exclude still works."""
+    """The shipped tokenizer file is exactly the tokenizer the config builds, so loading skips reading it
+    back (cold start: UDTokenizer.from_bytes), and a user's exclude still works."""
     import spacy
 
     path = spacy_sparse.loading.default_path(kind)
