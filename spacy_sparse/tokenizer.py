@@ -47,14 +47,50 @@ def _hyphen_infix(pattern: str) -> str:
     return pattern[:at] + "(?=[-\u2013\u2014~])" + guards + pattern[at:]
 
 
-class UDTokenizer(Tokenizer):
-    """spaCy's Tokenizer that skips reading back a saved copy of itself.
+# Whitespace-delimited pieces of text whose tokens the tokenizer keeps (spaCy's default keeps 10,000 and then
+# stops adding, so on a large collection most pieces met later are cut by the affix patterns every time).
+# A kept piece costs about 190 bytes; 100,000 of them about 19 MB.
+CACHE_SIZE = 100_000
 
-    `spacy.load` builds the tokenizer from the config and then reads the
-    pipeline's tokenizer file, which resets every rule and builds them
-    again (0.13 s of each cold start here). When the file holds exactly
+
+class UDTokenizer(Tokenizer):
+    """spaCy's Tokenizer with a larger cache that fills on any text, and
+    that skips reading back a saved copy of itself.
+
+    The cache: spaCy keeps the tokens of a whitespace-delimited piece once
+    it has cut it, but not after a special case (`don't`, `U.S.`) met
+    earlier in the same text, and not past `max_cache_size` pieces. On long
+    texts most new pieces come after a special case, so they were cut by the
+    affix patterns (the slowest part of tokenizing) each time they came
+    again. Each piece not met before is first cut on its own, where spaCy
+    keeps it; the text's own cut then reads it from the cache. The tokens
+    are the same either way: a piece is cut the same wherever it stands.
+
+    The file: `spacy.load` builds the tokenizer from the config and then
+    reads the pipeline's tokenizer file, which resets every rule and builds
+    them again (0.13 s of each cold start here). When the file holds exactly
     what this tokenizer would write, reading it changes nothing, so it is
     not read; any other file is read as spaCy reads it."""
+
+    def __init__(self, *args, max_cache_size: int = CACHE_SIZE, **kwargs):
+        super().__init__(*args, max_cache_size=max_cache_size, **kwargs)
+        self._met: set = set()
+
+    def __call__(self, text: str):
+        # (nothing is kept inside a memory zone, and a text of one piece is kept by its own cut)
+        if len(self._met) < self.max_cache_size and not getattr(self.vocab, "in_memory_zone", False):
+            pieces = text.split()
+            if len(pieces) > 1:
+                new = set(pieces).difference(self._met)
+                for piece in new:
+                    Tokenizer.__call__(self, piece)
+                self._met.update(new)
+        return Tokenizer.__call__(self, text)
+
+    def _reset_cache(self, keys):
+        # spaCy drops pieces from its cache when a rule changes: meet them again
+        self._met = set()
+        Tokenizer._reset_cache(self, keys)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "UDTokenizer":
         if bytes_data == self.to_bytes(exclude=exclude):

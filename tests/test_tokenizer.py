@@ -1,11 +1,13 @@
 """spacy_sparse.UDTokenizer.v1: spaCy's English tokenizer with UD English's tokens where they differ."""
+import pickle
 import time
 
 import pytest
 import spacy
+from spacy.tokenizer import Tokenizer
 from spacy.training import Example
 
-from spacy_sparse.tokenizer import create_ud_tokenizer
+from spacy_sparse.tokenizer import CACHE_SIZE, UDTokenizer, create_ud_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +122,64 @@ def test_long_runs_cost_linear_time(pair, text):
 def test_empty_and_whitespace(pair):
     assert words(pair[1], "") == []
     assert words(pair[1], "  \n ") == ["  \n "]
+
+
+def cut_pieces(tokenizer):
+    """The pieces the tokenizer searches for a suffix from now on (a piece read from the cache is not searched)."""
+    calls = []
+    search = tokenizer.suffix_search
+
+    def counted(text):
+        calls.append(text)
+        return search(text)
+
+    tokenizer.suffix_search = counted
+    return calls
+
+
+def tokens(tokenizer, texts, call=None):
+    call = call or tokenizer
+    return [[(t.text, t.whitespace_) for t in call(text)] for text in texts]
+
+
+def test_pieces_after_a_special_case_are_kept(ewt_refs):
+    """spaCy keeps no piece it cuts after a special case (`don't`, `U.S.`) in the same text, so on long texts most
+    new pieces were cut again each time they came back; ours keeps them. The tokens are those of a tokenizer
+    that keeps nothing."""
+    sents = [ref.text for ref in ewt_refs["dev"]]
+    texts = [" ".join(sents[i:i + 20]) for i in range(0, len(sents), 20)]
+    ours, plain = (create_ud_tokenizer()(spacy.blank("en")) for _ in range(2))
+    bare = create_ud_tokenizer()(spacy.blank("en"))
+    bare.max_cache_size = 0
+    expected = tokens(bare, texts)
+    ours_cut, plain_cut = cut_pieces(ours), cut_pieces(plain)
+    assert tokens(ours, texts) == expected
+    assert tokens(plain, texts, lambda text: Tokenizer.__call__(plain, text)) == expected
+    del ours_cut[:], plain_cut[:]
+    assert tokens(ours, texts) == expected
+    # only pieces whose own cut meets a special case (`didn't.`) are cut again: spaCy never keeps those
+    again = list(ours_cut)  # (explain searches suffixes too)
+    assert all(any(rule.startswith("SPECIAL") for rule, _ in ours.explain(piece)) for piece in again)
+    # spaCy's own call on the same texts, met again: pieces after a special case are cut again
+    assert tokens(plain, texts, lambda text: Tokenizer.__call__(plain, text)) == expected
+    assert len(plain_cut) > 20 * max(len(again), 1)
+
+
+def test_more_pieces_kept_than_spacys_ten_thousand():
+    """spaCy stops keeping pieces after 10,000; on a large collection most pieces met later were cut each time."""
+    tok = create_ud_tokenizer()(spacy.blank("en"))
+    texts = [" ".join(f"item{i}." for i in range(j, j + 100)) for j in range(0, 12_000, 100)]
+    cut = cut_pieces(tok)
+    for text in texts:
+        tok(text)
+    del cut[:]
+    words = tokens(tok, texts)
+    assert cut == [] and words[-1][-2:] == [("item11999", ""), (".", "")]
+    assert tok.max_cache_size == CACHE_SIZE > 12_000
+
+
+def test_pickled_keeps_its_cache_size():
+    tok = create_ud_tokenizer()(spacy.blank("en"))
+    copy = pickle.loads(pickle.dumps(tok))
+    assert type(copy) is UDTokenizer and copy.max_cache_size == CACHE_SIZE
+    assert words(copy, "an e-mail!! don't") == ["an", "e-mail", "!!", "do", "n't"]
