@@ -183,3 +183,19 @@ def test_pickled_keeps_its_cache_size():
     copy = pickle.loads(pickle.dumps(tok))
     assert type(copy) is UDTokenizer and copy.max_cache_size == CACHE_SIZE
     assert words(copy, "an e-mail!! don't") == ["an", "e-mail", "!!", "do", "n't"]
+
+
+def test_threads_share_the_kept_pieces(ewt_refs):
+    """Four threads cutting the same EWT texts at once get the tokens one thread gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sents = [ref.text for ref in ewt_refs["dev"]]
+    texts = [" ".join(sents[i:i + 10]) for i in range(0, len(sents), 10)]
+    bare = create_ud_tokenizer()(spacy.blank("en"))
+    bare.max_cache_size = 0
+    expected = tokens(bare, texts)
+    shared = create_ud_tokenizer()(spacy.blank("en"))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda k: tokens(shared, texts[k:] + texts[:k]), range(0, 40, 10)))
+    for k, got in zip(range(0, 40, 10), results):
+        assert got == expected[k:] + expected[:k]
