@@ -10,7 +10,7 @@ train. What stays as spaCy has it: other hyphenated compounds (the treebank
 cuts `well-known`, `self-made`), ranges (`10-20`), clitics.
 """
 import re
-from typing import Callable, Dict, Iterable, List
+from typing import Any, Callable, Dict, Iterable, List
 
 from spacy.tokenizer import Tokenizer
 from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex, registry
@@ -53,24 +53,17 @@ def _hyphen_infix(pattern: str) -> str:
 CACHE_SIZE = 100_000
 
 
-class UDTokenizer(Tokenizer):
-    """spaCy's Tokenizer with a larger cache that fills on any text, and
-    that skips reading back a saved copy of itself.
+class KeepingTokenizer(Tokenizer):
+    """spaCy's Tokenizer with a larger cache that fills on any text.
 
-    The cache: spaCy keeps the tokens of a whitespace-delimited piece once
-    it has cut it, but not after a special case (`don't`, `U.S.`) met
-    earlier in the same text, and not past `max_cache_size` pieces. On long
-    texts most new pieces come after a special case, so they were cut by the
-    affix patterns (the slowest part of tokenizing) each time they came
-    again. Each piece not met before is first cut on its own, where spaCy
-    keeps it; the text's own cut then reads it from the cache. The tokens
-    are the same either way: a piece is cut the same wherever it stands.
-
-    The file: `spacy.load` builds the tokenizer from the config and then
-    reads the pipeline's tokenizer file, which resets every rule and builds
-    them again (0.13 s of each cold start here). When the file holds exactly
-    what this tokenizer would write, reading it changes nothing, so it is
-    not read; any other file is read as spaCy reads it."""
+    spaCy keeps the tokens of a whitespace-delimited piece once it has cut
+    it, but not after a special case (`don't`, `U.S.`) met earlier in the
+    same text, and not past `max_cache_size` pieces. On long texts most new
+    pieces come after a special case, so they were cut by the affix patterns
+    (the slowest part of tokenizing) each time they came again. Each piece
+    not met before is first cut on its own, where spaCy keeps it; the text's
+    own cut then reads it from the cache. The tokens are the same either way:
+    a piece is cut the same wherever it stands."""
 
     def __init__(self, *args, max_cache_size: int = CACHE_SIZE, **kwargs):
         super().__init__(*args, max_cache_size=max_cache_size, **kwargs)
@@ -91,6 +84,29 @@ class UDTokenizer(Tokenizer):
         # spaCy drops pieces from its cache when a rule changes: meet them again
         self._met = set()
         Tokenizer._reset_cache(self, keys)
+
+
+def keeping(tokenizer: Any) -> Any:
+    """spaCy's own Tokenizer rebuilt as a KeepingTokenizer with the same
+    rules (the same tokens); any other tokenizer as it is. For commands that
+    stream a corpus through a loaded pipeline and do not save it."""
+    if type(tokenizer) is not Tokenizer:
+        return tokenizer
+    return KeepingTokenizer(tokenizer.vocab, rules=tokenizer.rules, prefix_search=tokenizer.prefix_search,
+                            suffix_search=tokenizer.suffix_search, infix_finditer=tokenizer.infix_finditer,
+                            token_match=tokenizer.token_match, url_match=tokenizer.url_match,
+                            faster_heuristics=tokenizer.faster_heuristics)
+
+
+class UDTokenizer(KeepingTokenizer):
+    """A KeepingTokenizer with UD English's rules (below) that skips reading
+    back a saved copy of itself.
+
+    `spacy.load` builds the tokenizer from the config and then reads the
+    pipeline's tokenizer file, which resets every rule and builds them
+    again (0.13 s of each cold start here). When the file holds exactly
+    what this tokenizer would write, reading it changes nothing, so it is
+    not read; any other file is read as spaCy reads it."""
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "UDTokenizer":
         if bytes_data == self.to_bytes(exclude=exclude):

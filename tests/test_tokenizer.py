@@ -7,7 +7,7 @@ import spacy
 from spacy.tokenizer import Tokenizer
 from spacy.training import Example
 
-from spacy_sparse.tokenizer import CACHE_SIZE, UDTokenizer, create_ud_tokenizer
+from spacy_sparse.tokenizer import CACHE_SIZE, KeepingTokenizer, UDTokenizer, create_ud_tokenizer, keeping
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +199,16 @@ def test_threads_share_the_kept_pieces(ewt_refs):
         results = list(pool.map(lambda k: tokens(shared, texts[k:] + texts[:k]), range(0, 40, 10)))
     for k, got in zip(range(0, 40, 10), results):
         assert got == expected[k:] + expected[:k]
+
+
+def test_keeping_rebuilds_spacys_tokenizer_with_the_same_tokens(ewt_refs):
+    """`tag` streams a pipeline with spaCy's own tokenizer through a KeepingTokenizer with its rules."""
+    nlp = spacy.blank("en")
+    nlp.tokenizer.add_special_case("gimme", [{"ORTH": "gim"}, {"ORTH": "me"}])
+    kept = keeping(nlp.tokenizer)
+    assert type(kept) is KeepingTokenizer and kept.max_cache_size == CACHE_SIZE
+    sents = [ref.text for ref in ewt_refs["dev"]] + ["gimme that e-mail!! don't", "(gimme) U.S. 713-853-3989"]
+    texts = [" ".join(sents[i:i + 20]) for i in range(0, len(sents), 20)]
+    assert tokens(kept, texts) == tokens(nlp.tokenizer, texts)
+    ud = create_ud_tokenizer()(nlp)
+    assert keeping(ud) is ud and keeping(len) is len

@@ -98,6 +98,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..stream import DocBinWriter, JsonlWriter, RecordReader, annotate, stop_on_signal
+    from ..tokenizer import keeping
 
     fmt = args.format or ("jsonl" if str(args.input).endswith((".jsonl", ".json")) else "text")
     if args.input != "-" and args.output != "-" and Path(args.output).exists() and \
@@ -106,6 +107,8 @@ def cmd_tag(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     nlp = load_pipeline(args.model, args.n_threads)
+    # spaCy's own tokenizer keeps few of the pieces it cuts; the same rules that keep more (tokenizer.py)
+    nlp.tokenizer = keeping(nlp.tokenizer)
     fin = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")
     to_docbin = args.output != "-" and (args.output.endswith(".spacy") or Path(args.output).is_dir())
     if to_docbin:
