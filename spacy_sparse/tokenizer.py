@@ -71,10 +71,13 @@ class KeepingTokenizer(Tokenizer):
 
     def __call__(self, text: str):
         # (nothing is kept inside a memory zone, and a text of one piece is kept by its own cut)
-        if len(self._met) < self.max_cache_size and not getattr(self.vocab, "in_memory_zone", False):
+        room = self.max_cache_size - len(self._met)
+        if room > 0 and not getattr(self.vocab, "in_memory_zone", False):
             pieces = text.split()
             if len(pieces) > 1:
                 new = set(pieces).difference(self._met)
+                if len(new) > room:  # (the set of pieces met stays within the cache's size)
+                    new = set(list(new)[:room])
                 for piece in new:
                     Tokenizer.__call__(self, piece)
                 self._met.update(new)

@@ -212,3 +212,13 @@ def test_keeping_rebuilds_spacys_tokenizer_with_the_same_tokens(ewt_refs):
     assert tokens(kept, texts) == tokens(nlp.tokenizer, texts)
     ud = create_ud_tokenizer()(nlp)
     assert keeping(ud) is ud and keeping(len) is len
+
+
+def test_pieces_met_stay_within_the_cache_size():
+    tok = create_ud_tokenizer()(spacy.blank("en"))
+    tok.max_cache_size = 500
+    text = " ".join(f"w{i}." for i in range(2000))
+    assert [t.text for t in tok(text)][-2:] == ["w1999", "."]
+    assert len(tok._met) == 500
+    tok(text + " more words")
+    assert len(tok._met) == 500
