@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List
 
 from spacy.tokenizer import Tokenizer
+from spacy.tokens import Doc
 from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex, registry
 
 # A bound prefix keeps its hyphen (`non-human`, `e-mail`, `re-read`): each is whole in EWT train at least
@@ -51,6 +52,7 @@ def _hyphen_infix(pattern: str) -> str:
 # stops adding, so on a large collection most pieces met later are cut by the affix patterns every time).
 # A kept piece costs about 190 bytes; 100,000 of them about 19 MB.
 CACHE_SIZE = 100_000
+SPACY_CACHE_SIZE = 10_000  # spaCy's Tokenizer default
 
 
 class KeepingTokenizer(Tokenizer):
@@ -58,7 +60,7 @@ class KeepingTokenizer(Tokenizer):
 
     spaCy keeps the tokens of a whitespace-delimited piece once it has cut
     it, but not after a special case (`don't`, `U.S.`) met earlier in the
-    same text, and not past `max_cache_size` pieces. On long texts most new
+    same text, and not past `max_cache_size` pieces. On long texts many new
     pieces come after a special case, so they were cut by the affix patterns
     (the slowest part of tokenizing) each time they came again. Each piece
     not met before is first cut on its own, where spaCy keeps it; the text's
@@ -69,7 +71,7 @@ class KeepingTokenizer(Tokenizer):
         super().__init__(*args, max_cache_size=max_cache_size, **kwargs)
         self._met: set = set()
 
-    def __call__(self, text: str):
+    def __call__(self, text: str) -> Doc:
         # (nothing is kept inside a memory zone, and a text of one piece is kept by its own cut)
         room = self.max_cache_size - len(self._met)
         if room > 0 and not getattr(self.vocab, "in_memory_zone", False):
@@ -91,11 +93,13 @@ class KeepingTokenizer(Tokenizer):
 
 def keeping(tokenizer: Any) -> Any:
     """spaCy's own Tokenizer rebuilt as a KeepingTokenizer with the same
-    rules (the same tokens); any other tokenizer as it is. For commands that
+    rules (the same tokens) and spaCy's default cache size raised (a size
+    set otherwise stays); any other tokenizer as it is. For commands that
     stream a corpus through a loaded pipeline and do not save it."""
     if type(tokenizer) is not Tokenizer:
         return tokenizer
-    return KeepingTokenizer(tokenizer.vocab, rules=tokenizer.rules, prefix_search=tokenizer.prefix_search,
+    size = CACHE_SIZE if tokenizer.max_cache_size == SPACY_CACHE_SIZE else tokenizer.max_cache_size
+    return KeepingTokenizer(tokenizer.vocab, max_cache_size=size, rules=tokenizer.rules, prefix_search=tokenizer.prefix_search,
                             suffix_search=tokenizer.suffix_search, infix_finditer=tokenizer.infix_finditer,
                             token_match=tokenizer.token_match, url_match=tokenizer.url_match,
                             faster_heuristics=tokenizer.faster_heuristics)

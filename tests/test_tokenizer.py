@@ -222,3 +222,11 @@ def test_pieces_met_stay_within_the_cache_size():
     assert len(tok._met) == 500
     tok(text + " more words")
     assert len(tok._met) == 500
+
+
+def test_keeping_leaves_a_cache_size_set_by_hand():
+    nlp = spacy.blank("en")
+    nlp.tokenizer.max_cache_size = 0
+    kept = keeping(nlp.tokenizer)
+    assert type(kept) is KeepingTokenizer and kept.max_cache_size == 0
+    assert words(kept, "an e-mail!! don't") == ["an", "e", "-", "mail", "!", "!", "do", "n't"]
