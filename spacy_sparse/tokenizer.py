@@ -1,4 +1,6 @@
-"""spaCy's English tokenizer, brought closer to UD English's tokens.
+"""spaCy's English tokenizer, brought closer to UD English's tokens, and a
+spaCy tokenizer that keeps more of what it has cut (KeepingTokenizer, the
+base of both).
 
 Why: a word the tokenizer cuts differently from the treebank costs its tag
 and its arc on raw text whatever the model does (spaCy's scorer counts a
@@ -99,8 +101,9 @@ def keeping(tokenizer: Any) -> Any:
     if type(tokenizer) is not Tokenizer:
         return tokenizer
     size = CACHE_SIZE if tokenizer.max_cache_size == SPACY_CACHE_SIZE else tokenizer.max_cache_size
-    return KeepingTokenizer(tokenizer.vocab, max_cache_size=size, rules=tokenizer.rules, prefix_search=tokenizer.prefix_search,
-                            suffix_search=tokenizer.suffix_search, infix_finditer=tokenizer.infix_finditer,
+    return KeepingTokenizer(tokenizer.vocab, max_cache_size=size, rules=tokenizer.rules,
+                            prefix_search=tokenizer.prefix_search, suffix_search=tokenizer.suffix_search,
+                            infix_finditer=tokenizer.infix_finditer,
                             token_match=tokenizer.token_match, url_match=tokenizer.url_match,
                             faster_heuristics=tokenizer.faster_heuristics)
 
