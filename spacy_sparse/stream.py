@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-import numpy
-from spacy.attrs import DEP, HEAD, ORTH, POS, SPACY, TAG
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
+
+from .jsonl import json_bytes, json_line
 
 FORMATS = ("text", "jsonl")
 
@@ -141,84 +141,6 @@ def split_long(text: str, limit: int) -> Iterator[str]:
         yield text
 
 
-def _token_item(token, has_tag: bool, has_pos: bool, has_dep: bool) -> Dict[str, Any]:
-    item: Dict[str, Any] = {"text": token.text}
-    if token.whitespace_:
-        item["ws"] = True
-    if has_tag:
-        item["tag"] = token.tag_
-    if has_pos:
-        item["pos"] = token.pos_
-    if has_dep:
-        item["dep"] = token.dep_
-        item["head"] = token.head.i
-    return item
-
-
-def doc_to_json(doc: Doc, line: Optional[int] = None) -> Dict[str, Any]:
-    """The tokens of a doc and the annotation the pipeline set on them."""
-    flags = doc.has_annotation("TAG"), doc.has_annotation("POS"), doc.has_annotation("DEP")
-    out: Dict[str, Any] = {}
-    if line is not None:
-        out["line"] = line
-    out["text"] = doc.text
-    out["tokens"] = [_token_item(token, *flags) for token in doc]
-    if doc.has_annotation("SENT_START"):
-        out["sents"] = [sent.start for sent in doc.sents]
-    if doc.has_annotation("ENT_IOB"):
-        out["ents"] = [{"start": e.start, "end": e.end, "label": e.label_} for e in doc.ents]
-    return out
-
-
-# json_line's cache: (flags, orth, whitespace, tag, pos, dep) -> (the token's JSON
-# object up to its head, its text with whitespace). String ids are hashes of the
-# strings, so entries hold for any vocab. Cleared when full, to bound memory.
-_FRAGMENTS: Dict[Tuple[int, ...], Tuple[str, str]] = {}
-_FRAGMENTS_MAX = 100_000
-_COLUMNS = [ORTH, SPACY, TAG, POS, DEP, HEAD]
-
-
-def _fragment(token, has_tag: bool, has_pos: bool, has_dep: bool) -> Tuple[str, str]:
-    item = _token_item(token, has_tag, has_pos, has_dep)
-    if not has_dep:
-        return json.dumps(item, ensure_ascii=False), token.text_with_ws
-    del item["head"]
-    return json.dumps(item, ensure_ascii=False)[:-1] + ', "head": ', token.text_with_ws
-
-
-def json_line(doc: Doc, line: Optional[int]) -> str:
-    """`json.dumps(doc_to_json(doc, line), ensure_ascii=False)` and a newline,
-    the same bytes, made from the doc's arrays and cached per-token pieces:
-    building a dict (and spaCy Token objects) per token made serializing
-    cost more than tagging, and it holds the GIL (issue 23)."""
-    has_tag, has_pos, has_dep = doc.has_annotation("TAG"), doc.has_annotation("POS"), doc.has_annotation("DEP")
-    flags = has_tag | has_pos << 1 | has_dep << 2
-    columns = doc.to_array(_COLUMNS).T if len(doc) else numpy.zeros((6, 0), dtype=numpy.uint64)
-    keys = list(zip([flags] * len(doc), *(column.tolist() for column in columns[:5])))
-    cache = _FRAGMENTS
-    pieces = [cache.get(key) for key in keys]
-    for i, piece in enumerate(pieces):
-        if piece is None:
-            if len(cache) >= _FRAGMENTS_MAX:
-                cache.clear()
-            pieces[i] = cache[keys[i]] = _fragment(doc[i], has_tag, has_pos, has_dep)
-    if has_dep:
-        heads = (columns[5].astype(numpy.int64) + numpy.arange(len(doc))).tolist()
-        tokens = ", ".join([f"{piece[0]}{head}}}" for piece, head in zip(pieces, heads)])
-    else:
-        tokens = ", ".join([piece[0] for piece in pieces])
-    text = "".join([piece[1] for piece in pieces])
-    out = [] if line is None else [f'"line": {json.dumps(line)}']
-    out.append(f'"text": {json.dumps(text, ensure_ascii=False)}')
-    out.append(f'"tokens": [{tokens}]')
-    if doc.has_annotation("SENT_START"):
-        out.append(f'"sents": {json.dumps([sent.start for sent in doc.sents])}')
-    if doc.has_annotation("ENT_IOB"):
-        ents = [{"start": e.start, "end": e.end, "label": e.label_} for e in doc.ents]
-        out.append(f'"ents": {json.dumps(ents, ensure_ascii=False)}')
-    return "{" + ", ".join(out) + "}\n"
-
-
 class JsonlWriter:
     def __init__(self, stream: IO[str]):
         self.stream = stream
@@ -340,9 +262,9 @@ def _worker_batch(batch: List[Tuple[str, int]]) -> Tuple[bytes, int, int]:
     assert _WORKER_NLP is not None
     lines, words = [], 0
     for doc, line in _WORKER_NLP.pipe(batch, as_tuples=True, batch_size=len(batch)):
-        lines.append(json_line(doc, line))
+        lines.append(json_bytes(doc, line))
         words += len(doc)
-    return "".join(lines).encode("utf8"), len(lines), words
+    return b"".join(lines), len(lines), words
 
 
 def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], writer: JsonlWriter,

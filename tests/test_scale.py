@@ -41,7 +41,7 @@ def test_json_lines_are_the_dicts_serialized(ewt_refs, trained_ner):
     from spacy.tokens import Span
 
     import spacy_sparse
-    from spacy_sparse.stream import doc_to_json, json_line
+    from spacy_sparse.jsonl import doc_to_json, json_line
 
     nlp = spacy_sparse.load_default()
     odd = ["", "   ", "a  \n\t b", 'quote " back \\ ctrl \x01 \u2028 caf\u00e9 \u65e5\u672c', "x" * 30]
@@ -57,6 +57,55 @@ def test_json_lines_are_the_dicts_serialized(ewt_refs, trained_ner):
     for i, doc in enumerate(docs):
         for line in (i + 1, None):
             assert json_line(doc, line) == json.dumps(doc_to_json(doc, line), ensure_ascii=False) + "\n"
+
+
+def _expected(doc, line):
+    from spacy_sparse.jsonl import doc_to_json
+    return json.dumps(doc_to_json(doc, line), ensure_ascii=False) + "\n"
+
+
+def test_json_lines_from_a_table_that_starts_afresh(ewt_refs):
+    """A piece table held small starts afresh over and over, grows its
+    buffers for a long doc and shrinks them after, and every line stays
+    what doc_to_json says (the first line of each call after a reset too)."""
+    import spacy_sparse
+    from spacy_sparse.jsonl import PieceTable
+
+    nlp = spacy_sparse.load_default()
+    docs = list(nlp.pipe([d.text for d in ewt_refs["dev"][:40]]))
+    long_doc = nlp(" ".join(d.text for d in ewt_refs["dev"][:300]))
+    table = PieceTable(max_pieces=300, max_bytes=20_000)
+    resets = 0
+    for i, doc in enumerate(docs[:20] + [long_doc] + docs[20:]):
+        before = table.count
+        assert table.line(doc, i).decode("utf8") == _expected(doc, i)
+        resets += table.count < before
+        assert table.tokens_out.shape[0] <= 1 << 22
+    assert resets >= 3 and len(long_doc) > 3000
+
+
+def test_json_lines_from_several_threads(ewt_refs):
+    """Threads sharing the writer's table (the lock) each get their docs'
+    own lines."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import spacy_sparse
+    from spacy_sparse.jsonl import json_line
+
+    nlp = spacy_sparse.load_default("tagger")
+    docs = list(nlp.pipe([d.text for d in ewt_refs["dev"][:200]]))
+    with ThreadPoolExecutor(4) as pool:
+        lines = list(pool.map(lambda pair: json_line(pair[1], pair[0]), enumerate(docs)))
+    assert lines == [_expected(doc, i) for i, doc in enumerate(docs)]
+
+
+def test_json_lines_keep_a_user_sentence_hook():
+    import spacy_sparse
+    from spacy_sparse.jsonl import json_line
+
+    doc = spacy_sparse.load_default("tagger")("One two three. Four five six.")
+    doc.user_hooks["sents"] = lambda d: iter([d[0:2], d[2:]])
+    assert '"sents": [0, 2]' in json_line(doc, None) and json_line(doc, None) == _expected(doc, None)
 
 
 def run_tag(*args, stdin=None):

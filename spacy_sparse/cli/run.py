@@ -214,6 +214,7 @@ def cmd_compile_kernels(args: argparse.Namespace) -> int:
     then loads a pipeline without setting up numba's compiler."""
     # the jitted kernels must run, to record the argument types they are called with
     os.environ["SPACY_SPARSE_AOT"] = "0"
+    from ..jsonl import json_line
     from ..kernels import compiled
 
     if compiled.COMPILED:
@@ -227,8 +228,10 @@ def cmd_compile_kernels(args: argparse.Namespace) -> int:
         for weights in ("as saved", "float"):
             if weights == "float":  # the layout of a pipeline trained here and saved with float weights
                 as_float_weights(nlp)
-            list(nlp.pipe(WARM_TEXTS))
+            docs = list(nlp.pipe(WARM_TEXTS))
             nlp(WARM_TEXTS[0])
+            for doc in docs:  # tag's writer
+                json_line(doc, 1)
     index = compiled.build(compiled.recorded_signatures(), verbose=args.verbose)
     exports = len(json.loads(index.read_text(encoding="utf8"))["exports"])
     msg.good(f"{exports} kernel versions compiled in {time.perf_counter() - start:.0f} s: {index.with_suffix('')}.*")

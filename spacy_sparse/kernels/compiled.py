@@ -53,12 +53,13 @@ ENV_DIR = "SPACY_SPARSE_AOT_DIR"
 NO_AVX512 = ("predict_sequence", "word_rows", "word_sums")
 NARROW_SUFFIX = "_narrow"
 
-# The kernels that loading a model and labelling with it call, and their modules.
+# The kernels that loading a model and labelling with it call (and `tag`'s writer), and their modules.
 ENTRY_KERNELS: Dict[str, str] = {
     "fill_tables": "hashing", "find_many": "hashing",
     "expand_rows": "rows", "scatter_rows": "rows", "span_tables": "rows", "narrow_table": "rows", "hot_rows": "rows",
     "word_rows": "sequence", "word_sums": "sequence", "predict_sequence": "sequence",
     "predict_parse": "parser", "upos_lookup": "upos",
+    "find_pieces": "jsonl", "put_pieces": "jsonl", "join_pieces": "jsonl",
 }
 
 # The kernels a model's loading calls once, on temporaries of that load (arguments_check keeps nothing of theirs).
@@ -274,6 +275,9 @@ word_sums = prefer("word_sums")
 predict_sequence = prefer("predict_sequence")
 predict_parse = prefer("predict_parse")
 upos_lookup = prefer("upos_lookup")
+find_pieces = prefer("find_pieces")
+put_pieces = prefer("put_pieces")
+join_pieces = prefer("join_pieces")
 
 
 # ---- building -------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Sequence
 KERNEL_DIR = Path(__file__).parent
 # every file whose code or constants end up inside a compiled kernel
 SOURCES = ("layout.py", "jit.py", "prefetch.py", "hashing.py", "rows.py", "scoring.py", "sequence.py", "parser.py",
-           "upos.py")
+           "upos.py", "jsonl.py")
 STAMP = "spacy_sparse_sources.sha256"
 
 
