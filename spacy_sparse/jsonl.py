@@ -7,6 +7,7 @@ without building it. A corpus repeats its tokens, so the JSON of a token
 pieces: serializing had cost more than tagging, and it holds the GIL (issue 23).
 """
 import json
+import re
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -53,18 +54,33 @@ def doc_to_json(doc: Doc, line: Optional[int] = None) -> Dict[str, Any]:
     return out
 
 
+# what json.dumps(..., ensure_ascii=False) escapes in a string; a string without any is written as it is
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _json_string(text: str) -> str:
+    """json.dumps(text, ensure_ascii=False), without the encoder's call for a
+    string it writes as it is (most of them)."""
+    return json.dumps(text, ensure_ascii=False) if _ESCAPED.search(text) else f'"{text}"'
+
+
 def _piece(token, has_tag: bool, has_pos: bool, has_dep: bool) -> Tuple[bytes, bytes]:
-    """A token's JSON object (up to its head, which the line adds) and its
-    text with whitespace as a JSON string holds it (escaping is per
-    character, so the escaped texts of the tokens join to the escaped text
-    of the doc), both as UTF-8."""
-    item = _token_item(token, has_tag, has_pos, has_dep)
+    """A token's JSON object as json.dumps writes _token_item's (up to its
+    head, which the line adds) and its text with whitespace as a JSON
+    string holds it (escaping is per character, so the escaped texts of the
+    tokens join to the escaped text of the doc), both as UTF-8."""
+    parts = ['{"text": ', _json_string(token.text)]
+    if token.whitespace_:
+        parts.append(', "ws": true')
+    if has_tag:
+        parts += [', "tag": ', _json_string(token.tag_)]
+    if has_pos:
+        parts += [', "pos": ', _json_string(token.pos_)]
     if has_dep:
-        del item["head"]
-        head = json.dumps(item, ensure_ascii=False)[:-1] + ', "head": '
+        parts += [', "dep": ', _json_string(token.dep_), ', "head": ']
     else:
-        head = json.dumps(item, ensure_ascii=False)
-    return head.encode("utf8"), json.dumps(token.text_with_ws, ensure_ascii=False)[1:-1].encode("utf8")
+        parts.append("}")
+    return "".join(parts).encode("utf8"), _json_string(token.text_with_ws)[1:-1].encode("utf8")
 
 
 class PieceTable:
