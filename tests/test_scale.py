@@ -84,6 +84,37 @@ def test_json_lines_from_a_table_that_starts_afresh(ewt_refs):
     assert resets >= 3 and len(long_doc) > 3000
 
 
+def test_json_lines_of_random_annotation():
+    """Docs of odd words with random tags, POS, labels, heads, sentence
+    starts and entities, each layer present or not: every line is what
+    doc_to_json says, through a table that starts afresh now and then."""
+    import random
+
+    from spacy.tokens import Doc, Span
+
+    from spacy_sparse.jsonl import PieceTable
+
+    rng = random.Random(7)
+    alphabet = ['a', 'Z', '9', '"', '\\', '\x01', '\t', '\u2028', '\u00e9', '\u65e5', '-', "'", '\U0001F600']
+    vocab = spacy.blank("en").vocab
+    table = PieceTable(max_pieces=200)
+    for n_doc in range(150):
+        n = rng.choice([1, 2, rng.randint(3, 40)])
+        words = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5))) for _ in range(n)]
+        layers = {name: rng.random() < 0.6 for name in ("tags", "pos", "deps", "sents", "ents")}
+        heads = [rng.randint(0, n - 1) for _ in range(n)] if layers["deps"] else None
+        doc = Doc(vocab, words=words, spaces=[rng.random() < 0.7 for _ in range(n)],
+                  tags=[rng.choice(["NN", "VB", "X\"Y"]) for _ in range(n)] if layers["tags"] else None,
+                  pos=[rng.choice(["NOUN", "VERB", "X"]) for _ in range(n)] if layers["pos"] else None,
+                  heads=heads, deps=[rng.choice(["dep", "nsubj", "a\\b"]) for _ in range(n)] if heads else None,
+                  sent_starts=[True] + [rng.random() < 0.2 for _ in range(n - 1)]
+                  if layers["sents"] and not heads else None)
+        if layers["ents"] and n > 2:
+            doc.ents = [Span(doc, 1, 2, "ORG"), Span(doc, n - 1, n, "P\u00e9")]
+        line = None if n_doc % 3 else n_doc
+        assert table.line(doc, line).decode("utf8") == _expected(doc, line)
+
+
 def test_json_lines_from_several_threads(ewt_refs):
     """Threads sharing the writer's table (the lock) each get their docs'
     own lines."""
