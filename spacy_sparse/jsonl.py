@@ -88,7 +88,8 @@ class PieceTable:
     numpy arrays the kernels read. String ids are hashes of the strings, so
     a piece holds for any vocab. Bounded: once it holds `max_pieces` pieces
     or `max_bytes` bytes of them, the next doc that brings new pieces starts
-    it afresh (a doc that alone passes the bounds is kept until then)."""
+    it afresh (a doc that alone passes the bounds is kept until then). Not
+    for several threads at once: json_bytes holds a lock around it."""
 
     def __init__(self, max_pieces: int = 100_000, max_bytes: int = 32 << 20):
         self.max_pieces = max_pieces
@@ -175,6 +176,8 @@ class PieceTable:
     def line(self, doc: Doc, line: Optional[int]) -> bytes:
         """json_line's bytes."""
         n = len(doc)
+        if not n:  # spaCy counts every layer of an empty doc as set
+            return (json.dumps(doc_to_json(doc, line), ensure_ascii=False) + "\n").encode("utf8")
         table = doc.to_array(_COLUMNS)
         present = table.any(axis=0)
         flags = bool(present[_TAG]), bool(present[_POS]), bool(present[_DEP])
@@ -225,8 +228,6 @@ _TABLE_LOCK = threading.Lock()
 
 def json_bytes(doc: Doc, line: Optional[int]) -> bytes:
     """json_line's line as UTF-8."""
-    if not len(doc):
-        return (json.dumps(doc_to_json(doc, line), ensure_ascii=False) + "\n").encode("utf8")
     with _TABLE_LOCK:
         return _TABLE.line(doc, line)
 

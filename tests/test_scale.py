@@ -113,6 +113,8 @@ def test_json_lines_of_random_annotation():
             doc.ents = [Span(doc, 1, 2, "ORG"), Span(doc, n - 1, n, "P\u00e9")]
         line = None if n_doc % 3 else n_doc
         assert table.line(doc, line).decode("utf8") == _expected(doc, line)
+    empty = Doc(vocab, words=[])
+    assert table.line(empty, 1).decode("utf8") == _expected(empty, 1)
 
 
 def test_json_lines_from_several_threads(ewt_refs):
