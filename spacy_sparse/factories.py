@@ -184,6 +184,7 @@ DEFAULT_PARSER_CONFIG = {
     "min_lifted": 10,
     "whole_docs": 0.5,
     "stray": 0.0,
+    "tag_noise": 0.0,
     "scorer": {"@scorers": "spacy.parser_scorer.v1"},
 }
 
@@ -214,6 +215,7 @@ def make_sparse_parser(
     min_lifted: int,
     whole_docs: float,
     stray: float,
+    tag_noise: float,
     scorer: Optional[Callable],
 ) -> "SparseParser":
     """Create a sparse dependency parser.
@@ -234,6 +236,9 @@ def make_sparse_parser(
     whole_docs (float): share of training docs with gold sentences that are
         parsed whole anyway, so the parser learns both to parse given
         sentences and to find sentence boundaries in raw text.
+    tag_noise (float): share of training tokens whose tag the parser reads as
+        another tag their word had in the training data, so that it learns to
+        parse around a tagger's errors; 0 reads the tags as they are.
     scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
     """
     from .pipeline.parser import SparseParser
@@ -242,7 +247,7 @@ def make_sparse_parser(
         nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
         mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
         word_dropout=word_dropout, n_threads=n_threads, explore=explore, explore_after=explore_after,
-        min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, scorer=scorer,
+        min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, tag_noise=tag_noise, scorer=scorer,
     )
 
 

@@ -242,6 +242,38 @@ def test_training_is_deterministic(ewt_refs):
     assert train_once() == train_once()
 
 
+def test_tag_noise_swaps_tags_for_others_of_the_same_word(trained, ewt_refs):
+    """With tag_noise, about that share of the tokens of ambiguous words
+    reach the parser's training with another tag their word had in the
+    training data, the same ones for the same batch; the docs keep their
+    tags, and training with it stays deterministic."""
+    from collections import defaultdict
+
+    from spacy.attrs import ORTH, TAG
+
+    refs = ewt_refs["train"][:300]
+    docs = tagged(trained[0], refs)
+    examples = [Example(d, r) for d, r in zip(docs, refs)]
+    nlp = spacy.blank("en", vocab=trained[0].vocab)
+    parser = nlp.add_pipe("sparse_parser", config={"tag_noise": 0.2})
+    batch, tags, _, _ = parser._state_inputs(docs)
+    before = [d.to_array([TAG]).tolist() for d in docs]
+    noisy = parser._noisy_tags(examples, batch, tags, np.random.RandomState(3))
+    again = parser._noisy_tags(examples, batch, tags, np.random.RandomState(3))
+    assert np.array_equal(noisy, again) and [d.to_array([TAG]).tolist() for d in docs] == before
+    seen = defaultdict(set)
+    for r in refs:
+        for orth, tag in r.to_array([ORTH, TAG]).tolist():
+            seen[orth].add(tag)
+    orths = batch.columns[ORTH].tolist()
+    changed = np.flatnonzero(noisy != tags)
+    assert all(noisy[i] in seen[orths[i]] and len(seen[orths[i]]) > 1 for i in changed.tolist())
+    ambiguous = sum(len(seen.get(o, ())) > 1 for o in orths)
+    assert 0.12 * ambiguous < len(changed) < 0.22 * ambiguous
+    with pytest.raises(ValueError, match="tag_noise"):
+        nlp.add_pipe("sparse_parser", name="p2", config={"tag_noise": -0.1})
+
+
 def test_bad_settings_and_templates_fail_clearly():
     nlp = spacy.blank("en")
     with pytest.raises(ValueError, match="parser slots"):

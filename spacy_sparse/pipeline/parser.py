@@ -14,10 +14,10 @@ any other doc is parsed whole, and its trees become its sentences.
 """
 import sys
 from collections import Counter
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from spacy.attrs import DEP, HEAD, POS, TAG
+from spacy.attrs import DEP, HEAD, ORTH, POS, TAG
 from spacy.pipeline._parser_internals import nonproj
 from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
@@ -114,13 +114,15 @@ class SparseParser(SparsePipe):
 
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
-                 stray: float = 0.0, **kwargs: Any):
+                 stray: float = 0.0, tag_noise: float = 0.0, **kwargs: Any):
         super().__init__(vocab, name, explore=_check_fraction(explore, "explore"),
                          explore_after=_check_count(explore_after, "explore_after"),
                          min_lifted=_check_count(min_lifted, "min_lifted"),
                          whole_docs=_check_fraction(whole_docs, "whole_docs"),
-                         stray=_check_fraction(stray, "stray"), **kwargs)
+                         stray=_check_fraction(stray, "stray"),
+                         tag_noise=_check_fraction(tag_noise, "tag_noise"), **kwargs)
         self._deps: List[str] = []
+        self._word_tags: Dict[int, Dict[int, int]] = {}  # ORTH -> tag -> count, for tag_noise
         self._words_seen = 0
         self._n_batches = 0
 
@@ -302,6 +304,8 @@ class SparseParser(SparsePipe):
         rng = np.random.RandomState(self._n_batches)
         whole = rng.random_sample(len(docs)) < self.cfg["whole_docs"]
         batch, tags, poss, single = self._state_inputs(docs, whole)
+        if self.cfg.get("tag_noise", 0.0) > 0:
+            tags = self._noisy_tags(examples, batch, tags, rng)
         lex_rows, lex = self._word_dropout(model, batch)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
@@ -318,6 +322,34 @@ class SparseParser(SparsePipe):
             self._kind, self._alab, self.cfg["train_margin"],
             self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches, LOOKAHEAD,
         )
+
+    def _noisy_tags(self, examples: List[Example], batch: DocBatch, tags: np.ndarray,
+                    rng: np.random.RandomState) -> np.ndarray:
+        """The batch's tags with a `tag_noise` share of its tokens given
+        another tag their word had in the training data (by how often), when
+        it had more than one. The tags a parser learns from in training come
+        from a tagger that saw those very sentences (nearly all right), while
+        at run time about one in twenty is wrong, most often on such words
+        (VBD / VBN, IN / RB): the parser learns not to trust them blindly.
+        The words' tags are counted on the references of the batches trained
+        on (training state, not saved)."""
+        counts = self._word_tags
+        for eg in examples:
+            for orth, tag in eg.reference.to_array([ORTH, TAG]).tolist():
+                if tag:
+                    counts.setdefault(orth, {})
+                    counts[orth][tag] = counts[orth].get(tag, 0) + 1
+        tags = tags.copy()
+        orths = batch.columns[ORTH]
+        for i in np.flatnonzero(rng.random_sample(tags.shape[0]) < self.cfg["tag_noise"]).tolist():
+            seen = counts.get(int(orths[i]))
+            if seen is None or len(seen) < 2:
+                continue
+            others = [(tag, n) for tag, n in seen.items() if tag != tags[i]]
+            if others:
+                weights = np.array([n for _, n in others], dtype=np.float64)
+                tags[i] = others[int(rng.choice(len(others), p=weights / weights.sum()))][0]
+        return tags
 
     def _gold(self, examples: List[Example], batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
         """Gold head (absolute, AT_ROOT, or NO_TOKEN when unknown or outside the
