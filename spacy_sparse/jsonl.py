@@ -118,32 +118,34 @@ class PieceTable:
         if find_pieces(self.table_keys, self.ids, keys, found) == 0:
             return found
         missed = numpy.flatnonzero(found < 0)
-        wanted, new = self._new_pieces(doc, keys, missed, flags)
-        if self.count and (self.count + len(new) > self.max_pieces
-                           or self.size + sum(len(a) + len(b) for a, b in new) > self.max_bytes):
+        named, wanted, new, n_bytes = self._new_pieces(doc, keys, missed, flags)
+        if self.count and (self.count + len(new) > self.max_pieces or self.size + n_bytes > self.max_bytes):
             self._reset()
             missed = numpy.arange(keys.shape[0])
-            wanted, new = self._new_pieces(doc, keys, missed, flags)
+            named, wanted, new, n_bytes = self._new_pieces(doc, keys, missed, flags)
         base = self.count
-        self._add(keys[list(wanted.values())], new)
+        self._add(keys[list(wanted.values())], new, n_bytes)
         # a new piece's id: its place among the new ones
         ids = {key: base + n for n, key in enumerate(wanted)}
-        found[missed] = [ids[key] for key in keys[missed].view(_KEY_BYTES).ravel().tolist()]
+        found[missed] = [ids[key] for key in named]
         return found
 
     @staticmethod
-    def _new_pieces(doc: Doc, keys: numpy.ndarray, missed: numpy.ndarray,
-                    flags: Tuple[bool, bool, bool]) -> Tuple[Dict[bytes, int], List[Tuple[bytes, bytes]]]:
-        """The distinct keys of the missed tokens (each -> its first token)
-        and their pieces: a doc may bring a new piece several times."""
+    def _new_pieces(doc: Doc, keys: numpy.ndarray, missed: numpy.ndarray, flags: Tuple[bool, bool, bool]
+                    ) -> Tuple[List[bytes], Dict[bytes, int], List[Tuple[bytes, bytes]], int]:
+        """The missed tokens' keys as bytes, their distinct keys (each -> its
+        first token: a doc may bring a new piece several times), those
+        keys' pieces and the pieces' bytes."""
+        named = keys[missed].view(_KEY_BYTES).ravel().tolist()
         wanted: Dict[bytes, int] = {}
-        for i, key in zip(missed.tolist(), keys[missed].view(_KEY_BYTES).ravel().tolist()):
+        for i, key in zip(missed.tolist(), named):
             wanted.setdefault(key, i)
-        return wanted, [_piece(doc[i], *flags) for i in wanted.values()]
+        new = [_piece(doc[i], *flags) for i in wanted.values()]
+        return named, wanted, new, sum(len(a) + len(b) for a, b in new)
 
-    def _add(self, new_keys: numpy.ndarray, new: List[Tuple[bytes, bytes]]) -> None:
+    def _add(self, new_keys: numpy.ndarray, new: List[Tuple[bytes, bytes]], n_bytes: int) -> None:
         n, base = len(new), self.count
-        self._grow(n, sum(len(a) + len(b) for a, b in new))
+        self._grow(n, n_bytes)
         for i, (obj, text) in enumerate(new):
             start, split = self.size, self.size + len(obj)
             end = split + len(text)

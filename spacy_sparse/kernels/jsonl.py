@@ -3,7 +3,9 @@ JSON comes from a table of pieces kept per (flags, ORTH, SPACY, TAG, POS,
 DEP), found and joined here, so writing a doc runs no Python per token.
 
 The table is open addressing with linear probing over `cap` slots (a power
-of two): slot s holds its key in keys[s] (KEY_WIDTH words) and its piece's
+of two). It compares whole keys, unlike the folded 32-bit feature keys of
+hashing.py, whose rare collisions share a row: here a collision would write
+another token's text. Slot s holds its key in keys[s] (KEY_WIDTH words) and its piece's
 id in ids[s], -1 when the slot is empty. Piece i is
 arena[bounds[0, i]:bounds[1, i]] (the token's JSON object up to its head, or
 whole) followed by arena[bounds[1, i]:bounds[2, i]] (its text with

@@ -337,8 +337,8 @@ class SparseParser(SparsePipe):
         for eg in examples:
             for orth, tag in eg.reference.to_array([ORTH, TAG]).tolist():
                 if tag:
-                    counts.setdefault(orth, {})
-                    counts[orth][tag] = counts[orth].get(tag, 0) + 1
+                    seen = counts.setdefault(orth, {})
+                    seen[tag] = seen.get(tag, 0) + 1
         tags = tags.copy()
         orths = batch.columns[ORTH]
         for i in np.flatnonzero(rng.random_sample(tags.shape[0]) < self.cfg["tag_noise"]).tolist():
