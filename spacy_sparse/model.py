@@ -336,13 +336,23 @@ class SparseLinearModel:
         self.changed()
 
     def _relayout(self, caps: np.ndarray) -> None:
+        """Give the tables these capacities (never smaller), in place: the
+        flat array grows like the weight arrays (mapped.grow_rows) and the
+        tables move within it, so the parser's 0.15 GB of tables at the end
+        of a full EWT run is not held twice while they grow."""
+        from .kernels.hashing import relayout_tables  # training only: loading needs no numba import (kernels/layout.py)
+
+        old_off = self.tab_off
+        old_caps = np.diff(old_off)
+        if np.any(caps < old_caps):
+            raise ValueError("tables only grow")
+        grown = caps != old_caps
+        scratch = np.zeros(2 * int(old_caps[grown].max()) if grown.any() else 0, dtype=np.uint64)
         new_off = np.zeros(len(caps) + 1, dtype=np.int64)
         new_off[1:] = np.cumsum(caps)
-        tab = new_table(int(new_off[-1]))
-        from .kernels.hashing import rehash  # training/saving only: loading needs no numba import (kernels/layout.py)
-
-        rehash(self.tab, self.tab_off, new_off, tab)
-        self.tab_off, self.tab = new_off, tab
+        grow_rows(self, "tab", 2 * int(new_off[-1]))
+        relayout_tables(self.tab, old_off, new_off, scratch)
+        self.tab_off = new_off
 
     # ---- weights -----------------------------------------------------------
     def changed(self, training_step: bool = False) -> None:

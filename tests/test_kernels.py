@@ -395,28 +395,65 @@ def test_the_codes_python_and_the_kernels_share_agree():
 
 
 def test_relayout_keeps_every_key_whether_its_table_grows_or_not():
-    """Growing some tables of the flat layout copies the others slot for slot and re-inserts the grown ones:
-    every key then finds its value, and a table that kept its capacity is byte-identical."""
-    from spacy_sparse.kernels.hashing import fill_tables, rehash, table_find
+    """Growing some tables of the flat layout in place moves the others slot for slot and re-inserts the grown
+    ones in their old slot order: every key then finds its value, a table that kept its capacity is
+    byte-identical, and a grown one is what inserting its keys afresh in that order gives."""
+    from spacy_sparse.kernels.hashing import fill_tables, relayout_tables, table_find
     from spacy_sparse.kernels.layout import capacity_for, new_table
 
     rng = np.random.default_rng(7)
-    counts = np.array([5, 300, 40], dtype=np.int64)
-    tpl = np.repeat(np.arange(3, dtype=np.int32), counts)
+    counts = np.array([5, 300, 40, 2, 900], dtype=np.int64)
+    tpl = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
     keys = rng.integers(1, 2 ** 32, size=int(counts.sum()), dtype=np.uint64)
     vals = np.arange(keys.size, dtype=np.int64)
     old_caps = np.array([capacity_for(int(c)) for c in counts])
     old_off = np.concatenate([[0], np.cumsum(old_caps)]).astype(np.int64)
     old = new_table(int(old_off[-1]))
     assert fill_tables(tpl, keys, vals, old_off, old) == 0
-    new_caps = old_caps * np.array([1, 4, 1])  # only the middle table grows
+    new_caps = old_caps * np.array([2, 4, 1, 1, 2])  # the first, the last and one between grow
     new_off = np.concatenate([[0], np.cumsum(new_caps)]).astype(np.int64)
-    new = new_table(int(new_off[-1]))
-    rehash(old, old_off, new_off, new)
+    tab = np.full(2 * int(new_off[-1]), 99, dtype=np.uint64)  # what lies past the old end is overwritten
+    tab[:old.size] = old
+    relayout_tables(tab, old_off, new_off, np.zeros(2 * int(old_caps.max()), dtype=np.uint64))
     for t, k, v in zip(tpl, keys, vals):
-        assert table_find(new, new_off[t], new_caps[t], k) == v
-    for t in (0, 2):
-        assert np.array_equal(new[2 * new_off[t]:2 * new_off[t + 1]], old[2 * old_off[t]:2 * old_off[t + 1]])
+        assert table_find(tab, new_off[t], new_caps[t], k) == v
+    for t in range(counts.size):
+        got, was = tab[2 * new_off[t]:2 * new_off[t + 1]], old[2 * old_off[t]:2 * old_off[t + 1]]
+        if new_caps[t] == old_caps[t]:
+            assert np.array_equal(got, was)
+            continue
+        fresh = new_table(int(new_caps[t]))
+        held = was[0::2] != 0
+        fill_tables(np.zeros(int(held.sum()), dtype=np.int32), was[0::2][held], was[1::2][held].astype(np.int64),
+                    np.array([0, new_caps[t]], dtype=np.int64), fresh)
+        assert np.array_equal(got, fresh)
+
+
+def test_training_grows_the_tables_in_place(monkeypatch):
+    """Tables large enough to be mapped grow without a second copy (the map
+    is resized, not replaced), and every feature keeps its row."""
+    from spacy_sparse import mapped
+    from spacy_sparse.kernels.hashing import table_find
+    from spacy_sparse.model import SparseLinearModel
+
+    monkeypatch.setattr(mapped, "MIN_MAPPED_BYTES", 1 << 10)
+    model = SparseLinearModel(["lower@0", "lower@-1+lower@0"], ["A", "B"])
+    keys = [np.arange(1, 40, dtype=np.uint64), np.arange(1, 300, dtype=np.uint64)]
+    model.preset_features(keys)
+
+    def rows():
+        caps = np.diff(model.tab_off)
+        return [[table_find(model.tab, model.tab_off[t], caps[t], k) for k in keys[t]] for t in (0, 1)]
+
+    before = rows()
+    model._relayout(np.diff(model.tab_off) * np.array([2, 1]))  # the first growth maps the tables
+    base = mapped._own_mapping(model.tab)
+    assert base is not None and rows() == before
+    model._relayout(np.diff(model.tab_off) * np.array([4, 2]))
+    assert mapped._own_mapping(model.tab) is base
+    assert rows() == before
+    with pytest.raises(ValueError):
+        model._relayout(np.diff(model.tab_off) // 2)
 
 
 def _holds_array(numba_type) -> bool:

@@ -101,20 +101,30 @@ def table_put(tab, slot, key, value):
 
 
 @njit(cache=True, nogil=True)
-def rehash(old_tab, old_off, new_off, new_tab):
-    """Copy every table of a flat layout into a new layout (new capacities).
-    A table whose capacity stays is copied slot for slot: a key's slot only
-    depends on the capacity, relative to the table's start."""
-    n_tables = old_off.shape[0] - 1
-    for t in range(n_tables):
-        cap = new_off[t + 1] - new_off[t]
-        if cap == old_off[t + 1] - old_off[t]:
-            new_tab[2 * new_off[t]:2 * new_off[t + 1]] = old_tab[2 * old_off[t]:2 * old_off[t + 1]]
+def relayout_tables(tab, old_off, new_off, scratch):
+    """Give every table of a flat layout its new capacity inside `tab`
+    itself (already long enough for the new layout), so that growing the
+    tables holds one copy of them, not two. Capacities only grow, so a
+    table's new slots start at or after its old ones; going from the last
+    table to the first, each is written over its own old slots or over
+    slots already moved. A table whose capacity stays is moved slot for
+    slot (a key's slot depends only on the capacity, relative to the
+    table's start); a grown one is copied to `scratch` (as long as the
+    largest grown table's old slots) and its keys put back in slot order."""
+    for t in range(old_off.shape[0] - 2, -1, -1):
+        start, old_cap, cap = new_off[t], old_off[t + 1] - old_off[t], new_off[t + 1] - new_off[t]
+        src = 2 * old_off[t]
+        if cap == old_cap:
+            if start != old_off[t]:
+                for j in range(2 * cap - 1, -1, -1):  # from the end: the ranges may overlap
+                    tab[2 * start + j] = tab[src + j]
             continue
-        for s in range(old_off[t], old_off[t + 1]):
-            k = old_tab[2 * s]
+        scratch[:2 * old_cap] = tab[src:src + 2 * old_cap]
+        tab[2 * start:2 * (start + cap)] = 0
+        for s in range(old_cap):
+            k = scratch[2 * s]
             if k != 0:
-                table_put(new_tab, table_slot(new_tab, new_off[t], cap, k), k, old_tab[2 * s + 1])
+                table_put(tab, table_slot(tab, start, cap, k), k, scratch[2 * s + 1])
 
 
 @njit(cache=True, nogil=True)
