@@ -456,6 +456,27 @@ def test_training_grows_the_tables_in_place(monkeypatch):
         model._relayout(np.diff(model.tab_off) // 2)
 
 
+def test_fuller_training_tables_change_no_weight(ewt_refs, monkeypatch):
+    """Training fills its tables to TRAINING_LOAD: a tagger trained with tables kept half empty, as prediction
+    keeps its own, saves the same bytes. Saving drops the layouts an evaluation made, and they are made again
+    the same."""
+    from spacy_sparse import model as model_module
+
+    refs = ewt_refs["train"][:300]
+    monkeypatch.setattr(model_module, "TRAINING_LOAD", 0.5)
+    half_nlp, half = train_tagger(refs, epochs=1)
+    monkeypatch.setattr(model_module, "TRAINING_LOAD", 0.75)
+    full_nlp, full = train_tagger(refs, epochs=1)
+    assert full.sparse.tab.shape[0] < half.sparse.tab.shape[0]
+    dev = [full_nlp.make_doc(r.text) for r in ewt_refs["dev"][:50]]
+    tags = [t.tag_ for d in full_nlp.pipe(dev) for t in d]
+    assert full.sparse._dense is not None
+    assert full.sparse.to_bytes() == half.sparse.to_bytes()
+    assert full.sparse._dense is None
+    dev = [full_nlp.make_doc(r.text) for r in ewt_refs["dev"][:50]]
+    assert [t.tag_ for d in full_nlp.pipe(dev) for t in d] == tags
+
+
 def _holds_array(numba_type) -> bool:
     from numba.core import types
 

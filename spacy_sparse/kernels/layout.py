@@ -15,10 +15,11 @@ def new_table(n_slots: int) -> np.ndarray:
     return np.zeros(2 * n_slots, dtype=np.uint64)
 
 
-def capacity_for(n: int) -> int:
-    """Smallest power of two that holds n keys at a load of at most one half."""
+def capacity_for(n: int, max_load: float = 0.5) -> int:
+    """Smallest power of two that holds n keys (and one empty slot past
+    them) at a load of at most max_load."""
     cap = 8
-    while cap < 2 * n + 2:
+    while cap * max_load < n + 1:
         cap *= 2
     return cap
 
