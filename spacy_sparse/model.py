@@ -29,7 +29,7 @@ from .clusters import ClusterTable
 from .guard import ReadWriteGuard
 from .learner_state import AdmmPull, GroupScales
 from .mapped import grow_rows, release_free_heap
-from .kernels.compiled import fill_tables, hot_rows, narrow_table, scatter_rows, span_tables
+from .kernels.compiled import fill_tables, forget_arguments, hot_rows, narrow_table, scatter_rows, span_tables
 from .kernels.layout import capacity_for, narrow_fits, new_table
 from .templates import Template, compile_templates, parse_templates
 
@@ -370,12 +370,16 @@ class SparseLinearModel:
         elif self._compact is not None and self._compact[2] is None:
             self._compact = self._widened(self._compact)  # the codes go: their values stay
         self._coded = None
-        self._dense = None
-        self._dense_codes = None
-        self._packed = None
+        self._drop_layouts()
         if not training_step:
             self._stale = None
         self.version += 1
+
+    def _drop_layouts(self) -> None:
+        """Drop the prediction layouts (made again when next asked for)."""
+        if self._dense is not None or self._dense_codes is not None or self._packed is not None:
+            forget_arguments()  # the kernels' checks hold the last call's layouts too
+        self._dense = self._dense_codes = self._packed = None
 
     def weights(self, stale_steps: int = 0) -> np.ndarray:
         """Averaged weights as the dense matrix prediction reads (cached;
@@ -718,7 +722,7 @@ class SparseLinearModel:
         if self.W is not None:
             # in training, saving follows an evaluation, whose prediction layouts the next step drops anyway
             # (changed()): they go now, so the encoding is not made beside them (0.15 GB at the end of a run)
-            self._dense = self._dense_codes = self._packed = None
+            self._drop_layouts()
         payload = codec.dumps(self.to_dict())  # the encoded arrays go before the envelope is made
         sealed = codec.seal_payload(payload)
         del payload

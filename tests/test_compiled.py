@@ -144,7 +144,7 @@ def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
 def test_the_kernels_of_a_load_keep_none_of_its_temporaries():
     """A kernel that runs once per loaded model (compiled.ONE_SHOT) is handed that load's temporaries; its
     check keeps no reference to them, so they go when the load is done, where a labelling kernel's check
-    keeps the last call's arguments."""
+    keeps the last call's arguments until forget_arguments."""
     import gc
     import weakref
 
@@ -157,8 +157,28 @@ def test_the_kernels_of_a_load_keep_none_of_its_temporaries():
         del temporary
         gc.collect()
         assert (gone() is None) is (not remember)
+        compiled.forget_arguments()
+        gc.collect()
+        assert gone() is None
     assert {"expand_rows", "fill_tables", "hot_rows", "span_tables"} <= compiled.ONE_SHOT
     assert not {"predict_sequence", "predict_parse"} & compiled.ONE_SHOT
+
+
+def test_a_training_step_lets_the_kernels_drop_the_last_layout(ewt_refs):
+    """The dense rows an evaluation labelled with go at the next training
+    step, though the compiled kernel's check held them as its last call's."""
+    import gc
+    import weakref
+
+    from conftest import to_examples, train_tagger
+
+    nlp, tagger = train_tagger(ewt_refs["train"][:60], epochs=1)
+    list(nlp.pipe([nlp.make_doc(r.text) for r in ewt_refs["dev"][:5]]))
+    layout = weakref.ref(tagger.sparse._dense)
+    nlp.update(to_examples(nlp, ewt_refs["train"][60:76]))
+    gc.collect()
+    assert layout() is None
+
 
 def test_prefer_falls_back_to_the_jit_for_other_arguments(monkeypatch):
     calls = []

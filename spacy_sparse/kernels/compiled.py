@@ -169,6 +169,21 @@ def _value_check(spec: Any) -> Callable[[Any], bool]:
     return check
 
 
+# what each remembering check holds: [last call's arguments] and how many there are (forget_arguments)
+_MEMORIES: List[Tuple[List[Tuple[Any, ...]], int]] = []
+
+
+def forget_arguments() -> None:
+    """Let every kernel's check drop the arguments of its last call. A model
+    whose weights change (a training step) calls this, so that the
+    prediction layouts it drops then, which a check still held (a parser's,
+    0.06 GB at the end of a full EWT run), go at once instead of staying
+    until the next evaluation makes new ones beside them. The next call of
+    each kernel checks its arguments afresh (microseconds)."""
+    for last, n in _MEMORIES:
+        last[0] = (None,) * n
+
+
 def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     """True when a call's arguments have exactly the described types.
 
@@ -185,6 +200,8 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     checks = [_value_check(spec) for spec in specs]
     n = len(checks)
     last: List[Tuple[Any, ...]] = [(None,) * n]
+    if remember:
+        _MEMORIES.append((last, n))
 
     def check(args: Sequence[Any]) -> bool:
         if len(args) != n:
