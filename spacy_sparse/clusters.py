@@ -38,6 +38,8 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, 
 import numpy as np
 from spacy.strings import get_string_id
 
+from .arrays import unique
+
 SHIPPED = {"en_brown_1000": "en_brown_1000.msgpack"}
 FORMAT_NAME = "spacy-sparse-clusters"
 # path prefixes read by the atoms, and their LEX_ATTRS names; 99 = the whole path
@@ -413,7 +415,7 @@ def atom_value_rows(table: ClusterTable, texts: Sequence[str], orths: Optional[n
         at = table.find_many(fold_many(lowers))
         found = at >= 0
         out[:, -2] = _CODE_VALUES[np.where(found, table.stats[at], 0)]
-        bits, where = np.unique(np.where(found, table.senses[at], 0), return_inverse=True)
+        bits, where = unique(np.where(found, table.senses[at], 0), return_inverse=True)
         out[:, -1] = np.array([_reading_value(b) for b in bits.tolist()], dtype=np.uint64)[where.reshape(-1)]
     path = np.zeros(n, dtype=np.uint64)
     for form in ("text", "lower", "title"):
@@ -424,7 +426,7 @@ def atom_value_rows(table: ClusterTable, texts: Sequence[str], orths: Optional[n
             string_hashes([texts[i].title() for i in need.tolist()])
         at = table.find_many(fold_many(hashes))
         path[need] = np.where(at >= 0, table.paths[at], 0)
-    paths, where = np.unique(path, return_inverse=True)
+    paths, where = unique(path, return_inverse=True)
     values = np.array([_path_atoms(p) for p in paths.tolist()], dtype=np.uint64).reshape(-1, len(PREFIXES))
     out[:, :len(PREFIXES)] = values[where.reshape(-1)]
     return out

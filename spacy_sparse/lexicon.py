@@ -26,6 +26,7 @@ from spacy.strings import get_string_id
 from spacy.vocab import Vocab
 
 from . import clusters as word_clusters
+from .arrays import unique
 from .kernels.compiled import fill_tables, find_many
 from .kernels.layout import capacity_for, new_table
 from .templates import LEX_ATTRS
@@ -227,7 +228,7 @@ class Lexicon:
         with self._lock:
             tab, values, generation = self._snapshot
             if find_many(tab, tab.shape[0] // 2, orths, out) > 0:
-                self._add(np.unique(orths[out < 0]), other_vocabs)
+                self._add(unique(orths[out < 0]), other_vocabs)
                 tab, values, generation = self._snapshot
                 find_many(tab, tab.shape[0] // 2, orths, out)
         return out, values, generation

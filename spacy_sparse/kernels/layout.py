@@ -9,6 +9,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from ..arrays import unique
+
 
 def new_table(n_slots: int) -> np.ndarray:
     """An empty table of n_slots (key, value) slots."""
@@ -90,7 +92,7 @@ def word_slots(column: np.ndarray, atom_off: np.ndarray, atom_pos: np.ndarray) -
     word they read; slot[t] is template t's group (-1: not one-word) and
     slot_pos[k] the offset of group k."""
     pos = atom_pos[atom_off[:-1]]
-    slot_pos = np.unique(pos[column >= 0]).astype(np.int64)
+    slot_pos = unique(pos[column >= 0]).astype(np.int64)
     slot = np.where(column >= 0, np.searchsorted(slot_pos, pos), -1).astype(np.int32)
     return slot, slot_pos
 

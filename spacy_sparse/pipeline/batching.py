@@ -9,6 +9,7 @@ from spacy.attrs import ORTH, SENT_START
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..arrays import unique
 from ..lexicon import Lexicon
 
 # below this many tokens per thread, threads cost more than they save
@@ -171,7 +172,7 @@ class SegmentPool:
         # cut at the doc starts nearest to equal shares of tokens
         targets = np.linspace(0, seg_off[-1], n_threads + 1)[1:-1]
         at = doc_starts[np.searchsorted(seg_off[doc_starts], targets).clip(0, len(doc_starts) - 1)]
-        cuts = np.unique(np.concatenate([[0], at, [len(seg_off) - 1]]))
+        cuts = unique(np.concatenate([[0], at, [len(seg_off) - 1]]))
         parts = [(seg_off[a:b + 1], new_doc[a:b]) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
         for future in [executor.submit(run, *part) for part in parts]:
             future.result()

@@ -23,6 +23,7 @@ from spacy.parts_of_speech import SPACE
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..arrays import unique
 from ..codes import LEX_COLUMN
 from ..lexicon import Lexicon
 from .batching import DocColumns
@@ -182,7 +183,7 @@ def _sents(doc: Doc, view: Doc, keep: np.ndarray) -> None:
     if len(keep):
         out[keep] = view.to_array(SENT_START).view(np.int64)
         # the word after whitespace that opened a sentence does not start one again, unless a start was set on it
-        firsts = np.unique(g.after[g.opens & (g.after >= 0)])
+        firsts = unique(g.after[g.opens & (g.after >= 0)])
         out[firsts] = np.where(g.starts[firsts] == 1, 1, -1)
     out[0] = 1
     doc.from_array([SENT_START], out.view(np.uint64).reshape(-1, 1))
