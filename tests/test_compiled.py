@@ -13,8 +13,8 @@ from spacy_sparse.kernels import compiled
 from conftest import EWT, ROOT, need
 
 # Labels every shipped pipeline (and one saved with float weights) writes for
-# raw EWT dev text, as a digest; and
-# whether numba was imported at all (by a jitted kernel).
+# raw EWT dev text, as a digest; whether numba was imported at all (by a jitted kernel); and whether numpy.ma
+# was, by the time the shipped pipelines had labelled (np.unique imports it: 15-25 ms of a cold start).
 PROBE = r"""
 import hashlib, sys
 import spacy
@@ -26,9 +26,10 @@ texts = [d.text for d in conllu_to_docs("\n\n".join(lines) + "\n\n", n_sents=10,
 texts += ["", "   ", "Two  spaces\n\nand a blank line."]
 out = []
 for nlp in [spacy_sparse.load_default("full"), spacy_sparse.load_default("tagger"), spacy.load(sys.argv[2])]:
+    masked = "numpy.ma" in sys.modules  # the float pipeline's parser codes its values with np.unique
     for doc in nlp.pipe(texts, batch_size=7):
         out.append(" ".join(f"{t.tag_}/{t.pos_}/{t.head.i}/{t.dep_}/{int(bool(t.is_sent_start))}" for t in doc))
-print(bool(compiled.COMPILED), hashlib.sha256("\n".join(out).encode()).hexdigest(), "numba" in sys.modules)
+print(bool(compiled.COMPILED), hashlib.sha256("\n".join(out).encode()).hexdigest(), "numba" in sys.modules, masked)
 """
 
 
@@ -37,8 +38,8 @@ def _probe(env, float_pipeline):
     result = subprocess.run([sys.executable, "-c", PROBE, str(dev), str(float_pipeline)], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    aot, digest, numba = result.stdout.strip().split(" ")
-    return aot == "True", digest, numba == "True"
+    aot, digest, numba, masked = result.stdout.strip().split(" ")
+    return aot == "True", digest, numba == "True", masked == "True"
 
 
 def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
@@ -63,11 +64,12 @@ def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     nlp = spacy_sparse.load_default("full")
     as_float_weights(nlp)
     nlp.to_disk(tmp_path / "float_pipeline")
-    aot, aot_digest, aot_numba = _probe(env, tmp_path / "float_pipeline")
-    jit, jit_digest, jit_numba = _probe(dict(env, SPACY_SPARSE_AOT="0"), tmp_path / "float_pipeline")
+    aot, aot_digest, aot_numba, aot_masked = _probe(env, tmp_path / "float_pipeline")
+    jit, jit_digest, jit_numba, _ = _probe(dict(env, SPACY_SPARSE_AOT="0"), tmp_path / "float_pipeline")
     assert aot and not jit
     assert aot_digest == jit_digest
     assert jit_numba and not aot_numba  # loading and labelling did not even import numba
+    assert not aot_masked  # nor numpy.ma (numba's typing imports it, so only without numba)
 
 
 def test_a_build_for_other_sources_or_a_broken_one_is_not_loaded(tmp_path, monkeypatch):
