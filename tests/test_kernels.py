@@ -462,7 +462,7 @@ def test_fuller_training_tables_change_no_weight(ewt_refs, monkeypatch):
     the same."""
     from spacy_sparse import model as model_module
 
-    refs = ewt_refs["train"][:300]
+    refs = ewt_refs["train"][:120]
     monkeypatch.setattr(model_module, "TRAINING_LOAD", 0.5)
     half_nlp, half = train_tagger(refs, epochs=1)
     monkeypatch.setattr(model_module, "TRAINING_LOAD", 0.75)
