@@ -43,8 +43,13 @@ def load_default(name: str = "full", **kwargs):
     or "tagger" (sparse_tagger alone, the smallest)."""
     import spacy
 
-    # a plain spacy.load: the shipped tokenizer (spacy_sparse.UDTokenizer.v1) skips reading back its own file
-    return spacy.load(default_path(name), **kwargs)
+    from . import preload
+
+    path = default_path(name)
+    # the weights are decoded in a thread while spacy.load builds the tokenizer and the components (preload.py);
+    # the shipped tokenizer (spacy_sparse.UDTokenizer.v1) skips reading back its own file
+    with preload.decoding(path, kwargs.get("exclude", ())):
+        return spacy.load(path, **kwargs)
 
 
 def resolve_model(model: Union[str, Path]) -> Path:
@@ -65,8 +70,11 @@ def load_pipeline(model: Union[str, Path], n_threads: int = 1):
 
     from .pipeline.base import SparsePipe
 
+    from . import preload
+
     path = resolve_model(model)
-    nlp = spacy.load(path)
+    with preload.decoding(path):
+        nlp = spacy.load(path)
     for _name, pipe in nlp.pipeline:
         if isinstance(pipe, SparsePipe):
             pipe.n_threads = n_threads

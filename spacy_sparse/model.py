@@ -666,11 +666,12 @@ class SparseLinearModel:
 
     # ---- serialization (the format itself is codec.py) ------------------------
     def load_features(self, tpl: np.ndarray, keys: np.ndarray, ptr: np.ndarray, lab: np.ndarray,
-                      val: np.ndarray, coded: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> bool:
+                      val: Optional[np.ndarray], coded: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> bool:
         """Replace the features with these (template, key) pairs and their
         rows of (label, value) entries (feature i's: ptr[i]:ptr[i + 1]), as a
         decoded file gives them; `coded` = (codebook, code per weight) when
-        the file stored them so. False if two features share a template and
+        the file stored them so, and then `val` may be None (the values are
+        made from the codes). False if two features share a template and
         key."""
         n, n_tpl = keys.shape[0], len(self.templates)
         counts = np.bincount(tpl, minlength=n_tpl).astype(np.int64)
@@ -699,6 +700,8 @@ class SparseLinearModel:
             self._compact = (ptr, lab, None)
             self._coded = (book.astype(np.float32, copy=False), code.astype(np.uint8, copy=False))
         else:
+            if val is None:
+                val = coded[0][coded[1]]
             self._compact = (ptr, lab, val.astype(np.float32, copy=False))
             self._coded = coded
         return True

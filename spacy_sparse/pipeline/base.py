@@ -21,7 +21,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from .. import clusters as word_clusters
-from .. import codec
+from .. import codec, preload
 from ..kernels.layout import stop_margins
 from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
@@ -491,7 +491,10 @@ class SparsePipe(TrainablePipe):
             self._load_cfg(cfg)
 
         def load_model(p: Path) -> None:
-            if p.exists():
+            decoded = preload.take(p)  # decoded while spacy.load built the rest (preload.py)
+            if decoded is not None:
+                self._set_model(decoded, where=str(p))
+            elif p.exists():
                 self._load_model(p.read_bytes(), where=str(p))
 
         util.from_disk(path, {"cfg": load_cfg, "model": load_model}, exclude)
@@ -516,6 +519,13 @@ class SparsePipe(TrainablePipe):
     def _load_model(self, data: bytes, where: str = "bytes") -> None:
         try:
             model = SparseLinearModel.from_bytes(data)
+        except ValueError as err:
+            raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
+        self._set_model(model, where)
+
+    def _set_model(self, model: SparseLinearModel, where: str) -> None:
+        """Take a decoded model as this component's weights."""
+        try:
             check_kind(model.templates, self.template_kind, type(self).__name__)
         except ValueError as err:
             raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None

@@ -17,6 +17,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
+from ..model import SparseLinearModel
 from .batching import DocBatch
 from .sequence import ALWAYS, NO_FIXED, SequencePipe
 
@@ -121,8 +122,8 @@ class SparseNER(SequencePipe):
         self._move_iob_type = np.array([(2, 0)] + [(iob, self.vocab.strings[t]) for t in self._types
                                                    for iob in (3, 1, 1, 3)], dtype=np.uint64)
 
-    def _load_model(self, data: bytes, where: str = "bytes") -> None:
-        super()._load_model(data, where)
+    def _set_model(self, model: SparseLinearModel, where: str) -> None:
+        super()._set_model(model, where)
         self.cfg["labels"] = list(self._types)
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
