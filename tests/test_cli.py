@@ -50,8 +50,9 @@ def test_bench_cli_writes_the_documented_json(trained_dir, corpus, tmp_path):
         assert {"margin", "accuracy", "templates_per_token", "words_per_second", "ns_per_template",
                 "row_bytes_per_token"} <= set(r)
         assert 0.0 < r["accuracy"] <= 1.0 and r["words_per_second"] > 0
-    # margin none scores every template of configs/tagger.cfg (the default set and its cluster templates)
-    assert rows[0]["templates_per_token"] == len(spacy.load(trained_dir).get_pipe("sparse_tagger").sparse.templates) == 64
+    # margin none scores every template of configs/tagger.cfg (the lean default set and its cluster, casefreq and
+    # WordNet templates)
+    assert rows[0]["templates_per_token"] == len(spacy.load(trained_dir).get_pipe("sparse_tagger").sparse.templates) == 51
     assert rows[2]["templates_per_token"] < rows[0]["templates_per_token"]
     assert "ratio_vs_compare" in rows[0]
     # the first pass after loading meets the data's word types: timed once, for both pipelines
@@ -110,7 +111,8 @@ def test_order_templates_cli_and_config_use(corpus, tmp_path):
     out = tmp_path / "ordered"
     run("spacy", "train", "configs/tagger.cfg", "--output", str(out),
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
-        "--paths.order", str(order_file), "--training.max_epochs", "1")
+        "--paths.order", str(order_file), "--training.max_epochs", "1",
+        "--components.sparse_tagger.templates.lean", "false")  # the order covers the whole default set
     nlp = spacy.load(out / "model-last")
     assert nlp.get_pipe("sparse_tagger").sparse.template_names[:2] == order[:2]
 

@@ -10,7 +10,7 @@ from spacy.training import Example
 
 from spacy_sparse.model import SparseLinearModel
 
-from conftest import to_examples, train_tagger
+from conftest import ROOT, to_examples, train_tagger
 
 
 def tags(docs):
@@ -26,6 +26,20 @@ def test_add_pipe_without_code():
     tagger = nlp.add_pipe("sparse_tagger")
     assert tagger.margin is None
     assert len(tagger.cfg["templates"]) >= 40
+
+
+def test_the_lean_set_leaves_out_only_its_multiword_templates():
+    """configs/tagger.cfg's `lean = true`: the thirteen templates of TAGGER_LEAN_DROPS go, each reading two or
+    more positions (a one-word template is part of a summed vector and costs no probe of its own)."""
+    from spacy_sparse.templates import TAGGER_LEAN_DROPS, parse_templates, tagger_templates_v1
+
+    full = tagger_templates_v1(clusters=True, casefreq=True, wordnet=True)
+    lean = tagger_templates_v1(clusters=True, casefreq=True, wordnet=True, lean=True)
+    assert lean == [t for t in full if t not in TAGGER_LEAN_DROPS] and len(full) - len(lean) == 13
+    assert all(len({a.split("@")[1] for a in t.split("+")}) > 1 for t in TAGGER_LEAN_DROPS)
+    parse_templates(lean)
+    config = spacy.util.load_config(ROOT / "configs" / "tagger.cfg")
+    assert config["components"]["sparse_tagger"]["templates"]["lean"] is True
 
 
 def test_training_on_ewt_slice_reaches_real_accuracy(trained, ewt_refs):
