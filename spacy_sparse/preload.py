@@ -33,6 +33,8 @@ WEIGHTED_FACTORIES = frozenset({"sparse_tagger", "sparse_senter", "sparse_parser
 # in 0.45 s (CHANGELOG.md)
 SWITCH_INTERVAL = 0.0002
 
+THREAD_NAME = "spacy-sparse-decode"
+
 Stamp = Tuple[int, int]
 _lock = threading.Lock()
 _pending: Dict[str, Tuple[Stamp, "Future[SparseLinearModel]"]] = {}
@@ -84,7 +86,7 @@ def decoding(pipeline: Path, exclude: Iterable[str] = ()) -> Iterator[None]:
         return
     keys = []
     _quicker_switches(True)
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spacy-sparse-decode")
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME)
     try:
         for path in files:
             stamp = _stamp(path)
@@ -94,9 +96,6 @@ def decoding(pipeline: Path, exclude: Iterable[str] = ()) -> Iterator[None]:
             with _lock:
                 _pending[key] = (stamp, executor.submit(_decode, path))
             keys.append(key)
-    finally:
-        executor.shutdown(wait=False)
-    try:
         yield
     finally:
         with _lock:
@@ -104,6 +103,9 @@ def decoding(pipeline: Path, exclude: Iterable[str] = ()) -> Iterator[None]:
                 entry = _pending.pop(key, None)
                 if entry is not None:
                     entry[1].cancel()
+        # no thread outlives the block: a process may fork right after loading (`tag --n-process`); after a
+        # load that took every model this waits for nothing, after a failed one for at most the decode under way
+        executor.shutdown(wait=True)
         _quicker_switches(False)
 
 

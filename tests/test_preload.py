@@ -3,6 +3,7 @@ and any file that changed or is damaged is read again by its component."""
 import os
 import shutil
 import sys
+import threading
 
 import pytest
 import spacy
@@ -35,6 +36,7 @@ def test_load_default_takes_its_weights_decoded_ahead_and_labels_as_a_plain_load
     nlp = spacy_sparse.load_default()
     assert sorted(taken) == [("sparse_parser", True), ("sparse_senter", True), ("sparse_tagger", True)]
     assert not preload._pending and sys.getswitchinterval() == interval
+    assert not [t for t in threading.enumerate() if t.name.startswith(preload.THREAD_NAME)]
     taken.clear()
     plain = spacy.load(default_path("full"))
     assert sorted(taken) == [("sparse_parser", False), ("sparse_senter", False), ("sparse_tagger", False)]
