@@ -111,7 +111,14 @@ def test_demo_trains_and_evaluates_a_tagger_on_a_ud_directory(tmp_path, capsys):
     trained = spacy.util.load_config(out / "model" / "model-last" / "config.cfg")
     assert trained["training"]["max_epochs"] == 1
     nlp = spacy.load(out / "model" / "model-best")
-    assert [t.tag_ for t in nlp("The results were published yesterday .")][:2] == ["DT", "NNS"]
+    # one epoch on 600 sentences (70.1 on this test split when written): far from the recipe's full-data
+    # accuracy, far above a tagger that learned nothing (the commonest tag, NN, is about 0.15)
+    from spacy.training import Example
+    from spacy.training.converters import conllu_to_docs
+
+    refs = list(conllu_to_docs((ud / "en_ewt-ud-test.conllu").read_text(encoding="utf8"), n_sents=10, no_print=True))
+    acc = nlp.evaluate([Example(nlp.make_doc(r.text), r) for r in refs])["tag_acc"]
+    assert acc > 0.6, acc
     with pytest.raises(SystemExit):
         main(["demo", "--pipeline", "tagger", "--data", str(ud), "--output", str(out), "--max-epochs", "0"])
 
