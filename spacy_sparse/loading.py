@@ -68,9 +68,8 @@ def load_pipeline(model: Union[str, Path], n_threads: int = 1):
     component set to label with `n_threads` threads."""
     import spacy
 
-    from .pipeline.base import SparsePipe
-
     from . import preload
+    from .pipeline.base import SparsePipe
 
     path = resolve_model(model)
     with preload.decoding(path):
