@@ -338,8 +338,8 @@ def tagger_templates_v1(space: bool = False, clusters: bool = False, casefreq: b
     over word clusters (the component then needs a cluster table), `casefreq`
     over the words' usual case and frequency, `wordnet` over their WordNet
     readings (a table with those codes), at the end. `lean` leaves out the
-    thirteen multi-word templates of TAGGER_LEAN_DROPS (a faster tagger at
-    margin none, about as accurate)."""
+    thirteen multi-word templates of TAGGER_LEAN_DROPS (1.6x faster at
+    margin none; 0.03 lower on EWT dev, 0.15 on test)."""
     out = (list(TAGGER_TEMPLATES) + (list(TAGGER_SPACE_TEMPLATES) if space else [])
            + (list(TAGGER_CLUSTER_TEMPLATES) if clusters else [])
            + (list(TAGGER_CASEFREQ_TEMPLATES) if casefreq else [])

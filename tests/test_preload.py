@@ -86,11 +86,18 @@ def test_a_damaged_weight_file_fails_with_the_components_own_message(tmp_path, t
     assert not preload._pending
 
 
-def test_a_pipeline_without_sparse_weights_starts_no_thread(tmp_path):
+def test_only_sparse_components_weights_are_decoded_ahead(tmp_path):
+    """spaCy's own tagger keeps a `model` file too; it is not ours to decode. A pipeline without sparse
+    weights starts no thread, and a directory without a config gives no files (spacy.load reports it)."""
     nlp = spacy.blank("en")
-    nlp.to_disk(tmp_path / "blank")
-    with preload.decoding(tmp_path / "blank"):
+    nlp.add_pipe("tagger").add_label("NN")
+    nlp.initialize()
+    nlp.to_disk(tmp_path / "cnn")
+    assert (tmp_path / "cnn" / "tagger" / "model").is_file()
+    assert list(preload.weight_files(tmp_path / "cnn")) == []
+    with preload.decoding(tmp_path / "cnn"):
         assert not preload._pending
+        assert not [t for t in threading.enumerate() if t.name.startswith(preload.THREAD_NAME)]
     assert list(preload.weight_files(tmp_path / "missing")) == []
 
 
