@@ -82,6 +82,12 @@ BENCH_SECTIONS = [
     ("full_wsj", "Another domain: the embedded full pipeline's tags on Wall Street Journal text",
      "`load_default()` on the same WSJ sentences (gold tokens and sentences, so sentence F is 100; only tags can "
      "be scored there), against spaCy's CNN tagger + parser trained on EWT, in the same run."),
+    ("heldout_raw", "Another domain: the full recipe on e-mail it never saw",
+     "`configs/tagger_parser.cfg` trained on EWT without its e-mail documents (`spacy project run heldout`: "
+     "`convert-ud --hold-out email` keeps them out of train and dev, so they neither taught the models nor picked "
+     "their checkpoints), on those e-mails' raw text (train's and dev's; test is not used), against spaCy's CNN "
+     "tagger + parser trained on the same data (4,600 steps), in the same run. Parsing text of a kind a model "
+     "never learned from, the way the package will meet other English. The float pipeline (no QT rounding)."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
      "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll --docstart-every 2`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "

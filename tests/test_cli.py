@@ -228,3 +228,44 @@ def test_bench_reads_raw_text_in_one_case(corpus):
     for case in ("lower", "upper"):  # a few points below the cased text, far above chance
         assert 85 < 100 * scores[case]["tag_acc"] <= 100 * scores["raw"]["tag_acc"]
         assert 60 < 100 * scores[case]["sents_f"] and 60 < 100 * scores[case]["dep_las"]
+
+
+def test_convert_ud_holds_a_genre_out_of_train_and_dev(tmp_path):
+    """EWT dev's first email and non-email documents as a small treebank: `--hold-out email` moves every
+    email sentence of train and dev (not test) to heldout.spacy, and the rest stays where it was."""
+    import argparse
+    import re
+
+    from conftest import EWT, need
+    from spacy_sparse.cli.convert import cmd_convert_ud
+
+    text = (need(EWT) / "en_ewt-ud-dev.conllu").read_text(encoding="utf8")
+    blocks, genre = [], None
+    for block in (b for b in text.split("\n\n") if b.strip()):
+        doc_id = re.search(r"^# newdoc id = (\w+)-", block, re.M)
+        genre = doc_id.group(1) if doc_id else genre
+        blocks.append((genre, block))
+    email = [b for g, b in blocks if g == "email"][:40]
+    other = [b for g, b in blocks if g != "email"][:40]
+    # the emails go in between two of the other documents
+    cut = next(k for k in range(1, len(other)) if "# newdoc" in other[k])
+    assert "# newdoc" in email[0] and "# newdoc" in other[0]
+    ud = tmp_path / "ud"
+    ud.mkdir()
+    mixed = "".join(b + "\n\n" for b in other[:cut] + email + other[cut:])
+    for split in ("train", "dev", "test"):
+        (ud / f"en_ewt-ud-{split}.conllu").write_text(mixed, encoding="utf8")
+    cmd_convert_ud(argparse.Namespace(ud_dir=str(ud), output=str(tmp_path / "out"), hold_out="email"))
+
+    def sents(name):
+        docs = DocBin().from_disk(tmp_path / "out" / f"{name}.spacy").get_docs(spacy.blank("en").vocab)
+        return [s.text for d in docs for s in d.sents]
+
+    def texts(bs):
+        return [re.search(r"^# text = (.*)$", b, re.M).group(1) for b in bs]
+
+    assert sents("train") == sents("dev") == texts(other)
+    assert sents("heldout") == texts(email) * 2  # train's and dev's
+    assert sents("test") == texts(other[:cut] + email + other[cut:])
+    with pytest.raises(SystemExit):
+        cmd_convert_ud(argparse.Namespace(ud_dir=str(ud), output=str(tmp_path / "none"), hold_out="poetry"))

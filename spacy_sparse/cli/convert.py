@@ -1,30 +1,67 @@
 """Corpus conversion to .spacy DocBins (spaCy's converters where they fit)."""
 import argparse
+import re
 from pathlib import Path
+from typing import List, Tuple
 
 from wasabi import msg
+
+
+def hold_out(conllu: str, prefix: str) -> Tuple[str, str]:
+    """(the CoNLL-U text without the documents whose `# newdoc id` starts
+    with `prefix`, the text of those documents). A treebank's document ids
+    name their source (EWT's: answers-, email-, newsgroup-, reviews-,
+    weblog-), so a prefix holds one genre out."""
+    kept: List[str] = []
+    held: List[str] = []
+    into = kept
+    for block in conllu.split("\n\n"):
+        if not block.strip():
+            continue
+        doc_id = re.search(r"^# newdoc id = (.*)$", block, re.M)
+        if doc_id:
+            into = held if doc_id.group(1).strip().startswith(prefix) else kept
+        into.append(block)
+    return "".join(b + "\n\n" for b in kept), "".join(b + "\n\n" for b in held)
 
 
 def cmd_convert_ud(args: argparse.Namespace) -> int:
     """Convert a UD treebank directory's train/dev/test CoNLL-U to DocBins
     with spaCy's own converter (what `spacy convert --converter conllu` does),
     keeping where the treebank's paragraphs start (readers.PARAGRAPHS_KEY):
-    the raw-text copies training makes can then break lines there."""
+    the raw-text copies training makes can then break lines there. With
+    `hold_out`, the documents whose id starts with it leave train and dev
+    and go to `heldout.spacy` instead (test stays whole): text of a kind
+    the models never learned from nor were picked on, to measure them on
+    another domain without touching test."""
     from spacy.tokens import DocBin
     from spacy.training.converters import conllu_to_docs
 
     from ..readers import mark_paragraphs
 
+    def docs_of(text: str) -> list:
+        return mark_paragraphs(list(conllu_to_docs(text, n_sents=10, no_print=True)), text) if text else []
+
     src, out = Path(args.ud_dir), Path(args.output)
+    prefix = getattr(args, "hold_out", None)
     out.mkdir(parents=True, exist_ok=True)
+    held_docs = []
     for split in ("train", "dev", "test"):
         files = sorted(src.glob(f"*-ud-{split}.conllu"))
         if not files:
             msg.fail(f"No *-ud-{split}.conllu in {src}", exits=1)
         text = files[0].read_text(encoding="utf8")
-        docs = mark_paragraphs(list(conllu_to_docs(text, n_sents=10, no_print=True)), text)
-        DocBin(docs=docs, store_user_data=True).to_disk(out / f"{split}.spacy")
+        if prefix and split != "test":
+            text, held = hold_out(text, prefix)
+            held_docs += docs_of(held)
+        DocBin(docs=docs_of(text), store_user_data=True).to_disk(out / f"{split}.spacy")
         msg.good(f"{files[0].name} -> {out / f'{split}.spacy'}")
+    if prefix:
+        if not held_docs:
+            msg.fail(f"No document of train or dev has an id that starts with {prefix!r}", exits=1)
+        DocBin(docs=held_docs, store_user_data=True).to_disk(out / "heldout.spacy")
+        msg.good(f"documents {prefix}* of train and dev -> {out / 'heldout.spacy'}: "
+                 f"{sum(len(list(d.sents)) for d in held_docs):,} sentences, {sum(len(d) for d in held_docs):,} tokens")
     return 0
 
 
@@ -74,6 +111,9 @@ def register(sub) -> None:
     p = sub.add_parser("convert-ud", help="UD treebank directory -> train/dev/test .spacy")
     p.add_argument("ud_dir")
     p.add_argument("output")
+    p.add_argument("--hold-out", default=None, metavar="PREFIX",
+                   help="documents whose id starts with PREFIX (EWT: a genre, e.g. email) leave train and dev for "
+                        "OUTPUT/heldout.spacy")
     p.set_defaults(func=cmd_convert_ud)
 
     p = sub.add_parser("convert-conll", help="CoNLL-2003 NER (or --uner, --chunks) file -> .spacy")
