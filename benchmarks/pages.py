@@ -88,6 +88,10 @@ BENCH_SECTIONS = [
      "their checkpoints), on those e-mails' raw text (train's and dev's; test is not used), against spaCy's CNN "
      "tagger + parser trained on the same data (4,600 steps), in the same run. Parsing text of a kind a model "
      "never learned from, the way the package will meet other English. The float pipeline (no QT rounding)."),
+    ("heldout_lines", "Another domain: the full recipe on e-mail it never saw, in lines",
+     "The same models and e-mails, their text laid out in lines as e-mail is written (`bench --lines`, as for the "
+     "test text above: blank lines between paragraphs, lines wrapped at 72 characters), against the same CNN in "
+     "the same run."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
      "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll --docstart-every 2`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "
