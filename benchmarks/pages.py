@@ -82,16 +82,21 @@ BENCH_SECTIONS = [
     ("full_wsj", "Another domain: the embedded full pipeline's tags on Wall Street Journal text",
      "`load_default()` on the same WSJ sentences (gold tokens and sentences, so sentence F is 100; only tags can "
      "be scored there), against spaCy's CNN tagger + parser trained on EWT, in the same run."),
-    ("heldout_raw", "Another domain: the full recipe on e-mail it never saw",
+    ("heldout_email_raw", "Another domain: the full recipe on e-mail it never saw",
      "`configs/tagger_parser.cfg` trained on EWT without its e-mail documents (`spacy project run heldout`: "
      "`convert-ud --hold-out email` keeps them out of train and dev, so they neither taught the models nor picked "
      "their checkpoints), on those e-mails' raw text (train's and dev's; test is not used), against spaCy's CNN "
-     "tagger + parser trained on the same data (4,600 steps), in the same run. Parsing text of a kind a model "
-     "never learned from, the way the package will meet other English. The float pipeline (no QT rounding)."),
-    ("heldout_lines", "Another domain: the full recipe on e-mail it never saw, in lines",
+     "tagger + parser trained on the same data (4,600 steps), in the same run: text of a kind neither model "
+     "learned from, as the package will meet other English. The float pipeline (no QT rounding)."),
+    ("heldout_email_lines", "Another domain: the full recipe on e-mail it never saw, in lines",
      "The same models and e-mails, their text laid out in lines as e-mail is written (`bench --lines`, as for the "
      "test text above: blank lines between paragraphs, lines wrapped at 72 characters), against the same CNN in "
      "the same run."),
+    ("heldout_reviews_raw", "Another domain: the full recipe on reviews it never saw",
+     "The same with EWT's reviews held out instead (`spacy project run heldout . --vars.heldout_genre reviews`): "
+     "short reviews of local businesses and services."),
+    ("heldout_reviews_lines", "Another domain: the full recipe on reviews it never saw, in lines",
+     "The same models and reviews, their text laid out in lines (`bench --lines`)."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
      "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll --docstart-every 2`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "
