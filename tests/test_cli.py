@@ -269,3 +269,4 @@ def test_convert_ud_holds_a_genre_out_of_train_and_dev(tmp_path):
     assert sents("test") == texts(other[:cut] + email + other[cut:])
     with pytest.raises(SystemExit):
         cmd_convert_ud(argparse.Namespace(ud_dir=str(ud), output=str(tmp_path / "none"), hold_out="poetry"))
+    assert not (tmp_path / "none").exists()  # nothing written for a prefix that holds nothing out

@@ -44,21 +44,27 @@ def cmd_convert_ud(args: argparse.Namespace) -> int:
 
     src, out = Path(args.ud_dir), Path(args.output)
     prefix = getattr(args, "hold_out", None)
-    out.mkdir(parents=True, exist_ok=True)
-    held_docs = []
+    texts = {}
     for split in ("train", "dev", "test"):
         files = sorted(src.glob(f"*-ud-{split}.conllu"))
         if not files:
             msg.fail(f"No *-ud-{split}.conllu in {src}", exits=1)
-        text = files[0].read_text(encoding="utf8")
-        if prefix and split != "test":
-            text, held = hold_out(text, prefix)
-            held_docs += docs_of(held)
-        DocBin(docs=docs_of(text), store_user_data=True).to_disk(out / f"{split}.spacy")
-        msg.good(f"{files[0].name} -> {out / f'{split}.spacy'}")
-    if prefix:
-        if not held_docs:
+        texts[split] = (files[0], files[0].read_text(encoding="utf8"))
+    held = ""
+    if prefix:  # split before anything is written, so an unknown prefix leaves no half-made corpus
+        for split in ("train", "dev"):
+            name, text = texts[split]
+            kept, held_here = hold_out(text, prefix)
+            texts[split] = (name, kept)
+            held += held_here
+        if not held:
             msg.fail(f"No document of train or dev has an id that starts with {prefix!r}", exits=1)
+    out.mkdir(parents=True, exist_ok=True)
+    for split, (name, text) in texts.items():
+        DocBin(docs=docs_of(text), store_user_data=True).to_disk(out / f"{split}.spacy")
+        msg.good(f"{name.name} -> {out / f'{split}.spacy'}")
+    if prefix:
+        held_docs = docs_of(held)
         DocBin(docs=held_docs, store_user_data=True).to_disk(out / "heldout.spacy")
         msg.good(f"documents {prefix}* of train and dev -> {out / 'heldout.spacy'}: "
                  f"{sum(len(list(d.sents)) for d in held_docs):,} sentences, {sum(len(d) for d in held_docs):,} tokens")
