@@ -52,6 +52,7 @@ SLOTS: Tuple[str, ...] = (
     "S0", "S1", "S2", "B0", "B1", "B2", "B3",
     "S0L", "S0L2", "S0R", "S0R2", "S1L", "S1L2", "S1R", "S1R2",
     "B0L", "B0L2", "S0LL", "S0RR", "B0LL",
+    "S0prev", "S0next", "B0prev", "S1next",
 )
 SLOT_CODE: Dict[str, int] = {name: i for i, name in enumerate(SLOTS)}
 N_SLOTS = len(SLOTS)

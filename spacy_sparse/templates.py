@@ -769,12 +769,35 @@ def has_move_atom(template: Template) -> bool:
 
 
 @registry.misc("spacy_sparse.parser_templates.v1")
-def parser_templates_v1(split: bool = False, clusters: bool = False) -> List[str]:
+def parser_templates_v1(split: bool = False, clusters: bool = False, window: bool = False) -> List[str]:
     """The default parsing template set, in its cheap default order; with
     `split`, the label templates of split actions after it; with `clusters`,
-    templates over word clusters (Koo et al. 2008's kind) at the end."""
+    templates over word clusters (Koo et al. 2008's kind) at the end; with
+    `window`, templates over the words next to S0, S1 and B0 in the text."""
     return (list(PARSER_TEMPLATES) + (list(LABEL_TEMPLATES) if split else [])
-            + (list(PARSER_CLUSTER_TEMPLATES) if clusters else []))
+            + (list(PARSER_CLUSTER_TEMPLATES) if clusters else [])
+            + (list(PARSER_WINDOW_TEMPLATES) if window else []))
+
+
+# The words beside the stack top, the buffer front and S1 in the text: the
+# word just before B0 (often a comma or a conjunction) ends S0's subtree
+# however deep it hangs; a clause or a conjunct starts after it.
+PARSER_WINDOW_TEMPLATES: Tuple[str, ...] = (
+    "tag@B0prev+tag@B0",
+    "lower@B0prev+tag@B0",
+    "tag@S0+tag@B0prev+tag@B0",
+    "tag@S0+tag@S0next",
+    "tag@S0prev+tag@S0",
+    "tag@S0prev+tag@S0+tag@S0next",
+    "tag@S1+tag@S1next+tag@S0",
+    "lower@S0next+tag@S0",
+    "lower@B0prev",
+    "tag@B0prev+lower@B0",
+    "tag@S0+tag@S0next+tag@B0",
+    "tag@B0prev+tag@B0+tag@B1",
+    "tag@S0prev+tag@S0+tag@B0",
+    "lower@S0prev+tag@S0",
+)
 
 
 # Brown clusters of the words in the head-dependent positions, alone and with tags.

@@ -490,3 +490,26 @@ def test_order_by_weights_ranks_templates_by_their_weight_norm(trained_parser, t
     with pytest.raises(AssertionError, match=r"trained sparse component .x."):
         run("spacy_sparse", "order-by-weights", str(tmp_path / "p"), str(tmp_path / "o2.json"), "--component", "x")
 
+
+
+def test_window_slots_are_the_words_beside_s0_b0_and_s1_in_the_text():
+    """The window slots read the words next to S0, S1 and B0 in the text, never past the segment's ends: before
+    its first word they hold no token, after its last the root's place."""
+    from spacy_sparse.codes import NO_TOKEN, SLOT_CODE, N_SLOTS
+    from spacy_sparse.kernels.parser import new_state, resolve_slots
+
+    stack, head, lab, kids, val, sets = new_state(10)
+    slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
+
+    def slots(stacked, b0, start=1, end=8):
+        stack[:len(stacked)] = stacked
+        resolve_slots(slot_tok, stack, len(stacked), b0, start, end, kids)
+        return {name: int(slot_tok[SLOT_CODE[name]]) for name in ("S0prev", "S0next", "B0prev", "S1next")}
+
+    # the segment is tokens 1..7 of the batch; S1 = 2, S0 = 4, B0 = 6 (5 hangs under S0 already)
+    assert slots([2, 4], 6) == {"S0prev": 3, "S0next": 5, "B0prev": 5, "S1next": 3}
+    # at the segment's start nothing lies to the left, and an empty stack has no neighbours
+    assert slots([], 1) == {"S0prev": NO_TOKEN, "S0next": NO_TOKEN, "B0prev": NO_TOKEN, "S1next": NO_TOKEN}
+    # S0 is the segment's first word and its last: before it nothing, after it the root's place
+    assert slots([1], 2)["S0prev"] == NO_TOKEN
+    assert slots([3, 7], 8) == {"S0prev": 6, "S0next": AT_ROOT, "B0prev": 7, "S1next": 4}

@@ -80,8 +80,10 @@ def kid(kids, tok, which):
 
 
 @leaf
-def resolve_slots(slot_tok, stack, depth, b0, end, kids):
-    """The token at each slot (templates.SLOTS order), NO_TOKEN or AT_ROOT."""
+def resolve_slots(slot_tok, stack, depth, b0, start, end, kids):
+    """The token at each slot (templates.SLOTS order), NO_TOKEN or AT_ROOT;
+    the last four are the words next to S0, B0 and S1 in the text, whatever
+    the tree has made of them so far (a window like a CNN's)."""
     s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
     s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
     s2 = stack[depth - 3] if depth >= 3 else NO_TOKEN
@@ -105,6 +107,10 @@ def resolve_slots(slot_tok, stack, depth, b0, end, kids):
     slot_tok[17] = kid(kids, slot_tok[7], 0)
     slot_tok[18] = kid(kids, slot_tok[9], 2)
     slot_tok[19] = kid(kids, slot_tok[15], 0)
+    slot_tok[20] = s0 - 1 if s0 > start else NO_TOKEN
+    slot_tok[21] = (s0 + 1 if s0 + 1 < end else AT_ROOT) if s0 >= 0 else NO_TOKEN
+    slot_tok[22] = b0 - 1 if b0 > start else NO_TOKEN
+    slot_tok[23] = s1 + 1 if s1 >= 0 else NO_TOKEN
 
 
 @leaf
@@ -333,7 +339,7 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_m
         depth = 0
         b0 = start
         while b0 < end or depth > 0:
-            resolve_slots(slot_tok, stack, depth, b0, end, kids)
+            resolve_slots(slot_tok, stack, depth, b0, start, end, kids)
             fill_valid(valid, kind, depth, b0, end, single)
             a = lone_valid(valid)
             k = 0
@@ -452,7 +458,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
         depth = 0
         b0 = start
         while b0 < end or depth > 0:
-            resolve_slots(slot_tok, stack, depth, b0, end, kids)
+            resolve_slots(slot_tok, stack, depth, b0, start, end, kids)
             state_keys(keys, 0, n_move, slot_tok, b0, templates, lex_rows, lex, tags, poss,
                        lab, val, sets, -1)
             fill_valid(valid, kind, depth, b0, end, single)
