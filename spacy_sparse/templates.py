@@ -797,6 +797,11 @@ PARSER_WINDOW_TEMPLATES: Tuple[str, ...] = (
     "tag@B0prev+tag@B0+tag@B1",
     "tag@S0prev+tag@S0+tag@B0",
     "lower@S0prev+tag@S0",
+    # the label the word before B0 got (`cc`, `punct`, `mark`: what B0 may be joined by)
+    "dep@B0prev+tag@B0",
+    "dep@B0prev+tag@S0+tag@B0",
+    "dep@B0prev+lower@B0prev+tag@B0",
+    "dep@S0next+tag@S0",
 )
 
 
