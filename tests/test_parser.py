@@ -491,7 +491,6 @@ def test_order_by_weights_ranks_templates_by_their_weight_norm(trained_parser, t
         run("spacy_sparse", "order-by-weights", str(tmp_path / "p"), str(tmp_path / "o2.json"), "--component", "x")
 
 
-
 def test_window_slots_are_the_words_beside_s0_b0_and_s1_in_the_text():
     """The window slots read the words next to S0, S1 and B0 in the text, never past the segment's ends: before
     its first word they hold no token, after its last the root's place."""
