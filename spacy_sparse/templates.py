@@ -50,7 +50,8 @@ from spacy.util import registry
 # Parser slots: stack items S0-S2 (S0 on top), buffer items B0-B3, and
 # dependents already attached: S0L/S0L2 the leftmost and second leftmost
 # dependent of S0, S0R/S0R2 the rightmost two, S0LL the leftmost dependent of
-# S0L, and the same for S1 and B0 (whose dependents are all on its left).
+# S0L, and the same for S1 and B0 (whose dependents are all on its left);
+# and the words beside them in the text: S0prev, S0next, B0prev, S1next.
 # Parser sources besides lexical attributes: "tag" and "pos" are the token's
 # tags set by an earlier component; "dep" the label the parser gave it;
 # "lv"/"rv" its number of left/right dependents so far (valency);
