@@ -20,23 +20,29 @@ class ReadWriteGuard:
         self._depth = 0      # its nested writes
         self._waiting = 0    # writers waiting
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        me = threading.get_ident()
-        if self._writer == me:  # the writer reads what it is writing
-            yield
-            return
+    def reading(self) -> "_Reading":
+        """A context in which the model's arrays stay as they are (a plain
+        object, not a generator: a prediction of one short text enters it
+        once per component, and the generator's set-up was a few
+        microseconds of that)."""
+        return _Reading(self)
+
+    def _enter_reading(self) -> bool:
+        """Count a reader in; False for the writer's own thread, which reads
+        what it is writing and is not counted."""
+        if self._writer == threading.get_ident():
+            return False
         with self._cond:
             while self._writer is not None or self._waiting:
                 self._cond.wait()
             self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
+        return True
+
+    def _leave_reading(self) -> None:
+        with self._cond:
+            self._readers -= 1
+            if not self._readers:
+                self._cond.notify_all()
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -58,3 +64,18 @@ class ReadWriteGuard:
                 if not self._depth:
                     self._writer = None
                     self._cond.notify_all()
+
+
+class _Reading:
+    __slots__ = ("_guard", "_counted")
+
+    def __init__(self, guard: ReadWriteGuard) -> None:
+        self._guard = guard
+        self._counted = False
+
+    def __enter__(self) -> None:
+        self._counted = self._guard._enter_reading()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._counted:
+            self._guard._leave_reading()

@@ -135,7 +135,9 @@ def _array_check(dtype: np.dtype, ndim: int, readonly: bool) -> Callable[[Any], 
         if value.dtype is not dtype and value.dtype != dtype:
             return False
         flags = value.flags
-        return flags.c_contiguous and flags.aligned and (readonly or flags.writeable)
+        if readonly:
+            return flags.c_contiguous and flags.aligned
+        return flags.carray  # C-contiguous, aligned and writeable, in one look-up
     return check
 
 

@@ -15,6 +15,9 @@ from ..lexicon import Lexicon
 # below this many tokens per thread, threads cost more than they save
 MIN_TOKENS_PER_THREAD = 2000
 
+ZERO = np.zeros(1, dtype=np.int64)  # the start of a one-doc batch
+NONE = np.zeros(0, dtype=np.int64)
+
 # A training kernel gets room for every feature its batch could add: tokens x
 # decisions x templates new rows of all labels, 16 bytes a cell (weights,
 # averaging sums, AdaGrad sums). A batch whose room would pass this many
@@ -58,8 +61,11 @@ class DocColumns:
                  parts: Optional[List[np.ndarray]] = None):
         self.attrs = tuple(dict.fromkeys((ORTH, SENT_START) + tuple(attrs)))
         self.lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
-        self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum(self.lengths, out=self.doc_off[1:])
+        if len(docs) == 1:  # nlp(text): a cumulative sum costs more than the doc's labelling
+            self.doc_off = np.array([0, self.lengths[0]], dtype=np.int64)
+        else:
+            self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
+            np.cumsum(self.lengths, out=self.doc_off[1:])
         if parts is None:
             parts = [doc.to_array(self.attrs) for doc in docs if len(doc)]
         if len(parts) == 1:  # nlp(text): no copy
@@ -96,6 +102,8 @@ class DocColumns:
         return self[SENT_START].view(np.int64)
 
     def _past_first(self, mask: np.ndarray) -> np.ndarray:
+        if self.lengths.shape[0] == 1:  # nlp(text)
+            return np.array([bool(mask[1:].any())])
         mask[self.doc_off[:-1][self.lengths > 0]] = False
         return self.any_per_doc(mask)
 
@@ -128,13 +136,21 @@ class DocBatch:
         self.doc_off = columns.doc_off
         self.n_tokens = int(self.doc_off[-1])
         self.lex_rows, self.lex, self.lex_generation = columns.lex_rows(docs, lexicon)
-        doc_starts = self.doc_off[:-1][columns.lengths > 0]
-        # a start set past a doc's first token means the doc has its sentences
-        starts = columns.sent_starts() == 1 if by_sents else np.zeros(self.n_tokens, dtype=bool)
+        one = len(columns.lengths) == 1  # nlp(text): fewer array calls, the same segments
+        doc_starts = (ZERO if self.n_tokens else NONE) if one else self.doc_off[:-1][columns.lengths > 0]
+        # a start set past a doc's first token means the doc has its sentences; the position after the last
+        # token closes the last segment
+        starts = np.zeros(self.n_tokens + 1, dtype=bool)
+        if by_sents:
+            starts[:-1] = columns.sent_starts() == 1
         starts[doc_starts] = True
-        self.seg_off = np.append(np.flatnonzero(starts), self.n_tokens).astype(np.int64)
+        starts[-1] = True
+        self.seg_off = np.flatnonzero(starts).astype(np.int64, copy=False)
         self.seg_new_doc = np.zeros(self.seg_off.shape[0] - 1, dtype=np.uint8)
-        self.seg_new_doc[np.searchsorted(self.seg_off[:-1], doc_starts)] = 1
+        if one:
+            self.seg_new_doc[:1] = 1
+        else:
+            self.seg_new_doc[np.searchsorted(self.seg_off[:-1], doc_starts)] = 1
 
 
 class SegmentPool:
@@ -163,9 +179,12 @@ class SegmentPool:
         whole docs, one per thread (or once, on the calling thread, for a
         small batch or one thread)."""
         seg_off, new_doc = batch.seg_off, batch.seg_new_doc
+        if n_threads <= 1 or seg_off[-1] < MIN_TOKENS_PER_THREAD * 2:
+            run(seg_off, new_doc)
+            return
         doc_starts = np.flatnonzero(new_doc)
         n_threads = min(n_threads, len(doc_starts))
-        if n_threads <= 1 or seg_off[-1] < MIN_TOKENS_PER_THREAD * 2:
+        if n_threads <= 1:
             run(seg_off, new_doc)
             return
         executor = self._get(n_threads)

@@ -250,8 +250,11 @@ class SparseParser(SparsePipe):
             inner = ~batch.seg_new_doc.astype(bool) & whole[seg_doc]
             batch.seg_off = np.concatenate([batch.seg_off[:-1][~inner], batch.seg_off[-1:]])
             batch.seg_new_doc = batch.seg_new_doc[~inner]
-        seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
-        single = known[seg_doc].astype(np.uint8)
+        if len(docs) == 1:  # nlp(text): every segment is the one doc's
+            single = np.full(batch.seg_new_doc.shape[0], known[0], dtype=np.uint8)
+        else:
+            seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
+            single = known[seg_doc].astype(np.uint8)
         return batch, np.ascontiguousarray(columns[TAG]), np.ascontiguousarray(columns[POS]), single
 
     # ---- inference -----------------------------------------------------------------

@@ -85,6 +85,7 @@ class WordRowCache:
         self._model: Optional[SparseLinearModel] = None
         self._stamp = (-1, -1)
         self.column = np.zeros(0, dtype=np.int32)
+        self.any_words = False  # whether any template is a one-word one (column >= 0)
         self.rows = np.zeros((0, 1), dtype=np.int32)
         self.slot = np.zeros(0, dtype=np.int32)
         self.slot_pos = np.zeros(0, dtype=np.int64)
@@ -102,10 +103,11 @@ class WordRowCache:
             if model is not self._model or stamp != self._stamp:
                 self._model, self._stamp = model, stamp
                 self.column = word_columns(model.seeds, model.atom_off, model.atom_src, model.atom_pos)
+                self.any_words = bool(np.any(self.column >= 0))
                 self.rows = np.full((0, max(1, int((self.column >= 0).sum()))), UNSET, dtype=np.int32)
                 self.slot, self.slot_pos = word_slots(self.column, model.atom_off, model.atom_pos)
                 self.sums, self.filled = NO_SUMS, np.zeros(0, dtype=np.bool_)
-            if not np.any(self.column >= 0):
+            if not self.any_words:
                 return self.column, self.rows, self.slot, self.slot_pos, NO_SUMS
             n_types = batch.lex.shape[0]
             if self.rows.shape[0] < n_types:
