@@ -48,6 +48,10 @@ def test_full_pipeline_parses_raw_text_as_when_shipped():
         for key, shipped in figures.items():
             assert scores[key] >= shipped - 0.0005, (upper, key, scores[key])
     assert all(t.dep_ and t.tag_ and t.pos_ for d in docs for t in d)
+    # one nlp(text) per doc takes the one-doc paths of the batching code: the same annotations as the batch
+    def annotations(doc):
+        return [(t.tag_, t.pos_, t.dep_, t.head.i, t.is_sent_start) for t in doc]
+    assert [annotations(nlp(r.text)) for r in refs[:20]] == [annotations(d) for d in docs[:20]]
     size = sum(p.stat().st_size for p in spacy_sparse.DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
     assert size < 10_000_000
 

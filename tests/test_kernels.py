@@ -334,6 +334,13 @@ def test_batch_segments_are_the_sentences_or_the_whole_doc():
     assert batch.lex[batch.lex_rows, LEX_ATTRS.index("orth")].tolist() == words
     empty = DocBatch([Doc(vocab, words=[])], Lexicon(vocab))
     assert empty.seg_off.tolist() == [0] and empty.seg_new_doc.tolist() == []
+    # a batch of one doc (nlp(text)) takes its own path to the same segments
+    for doc, off in zip(docs, batch.doc_off):
+        alone = DocBatch([doc], Lexicon(vocab))
+        inside = [int(o - off) for o in batch.seg_off if off <= o <= off + len(doc)]
+        assert alone.seg_off.tolist() == (inside if len(doc) else [0])
+        assert alone.seg_new_doc.tolist() == ([1] + [0] * (len(inside) - 2) if len(doc) else [])
+        assert alone.doc_off.tolist() == [0, len(doc)]
 
 
 def test_doc_columns_answer_as_the_docs_do():
