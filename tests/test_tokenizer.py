@@ -7,7 +7,7 @@ import spacy
 from spacy.tokenizer import Tokenizer
 from spacy.training import Example
 
-from spacy_sparse.tokenizer import CACHE_SIZE, KeepingTokenizer, UDTokenizer, create_ud_tokenizer, keeping
+from spacy_sparse.tokenizer import CACHE_SIZE, KeepingTokenizer, UDTokenizer, create_ud_tokenizer, cut_its, keeping
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +34,12 @@ def misaligned(tokenizer, refs):
 
 def test_fewer_tokens_cut_unlike_the_treebank_on_ewt_dev(pair, ewt_refs):
     """On the first 600 dev sentences (8,761 tokens) spaCy's tokenizer misses 130 of the treebank's tokens and
-    ours 84 (counted when the rules were written from EWT train; dev was not used to choose them)."""
+    ours 38 (84 before the rules for marks and spoken forms that touch a word and for `its`; counted when the
+    rules were written from EWT train; dev was not used to choose them)."""
     nlp, ud = pair
     refs = ewt_refs["dev"]
     ours, theirs = misaligned(ud, refs), misaligned(nlp.tokenizer, refs)
-    assert ours <= 0.85 * theirs, (ours, theirs)
+    assert ours <= 0.5 * theirs, (ours, theirs)
     # and nothing it agreed on before is lost: every doc's text comes back whole
     assert all(ud(r.text).text == r.text for r in refs)
 
@@ -59,6 +60,22 @@ def test_fewer_tokens_cut_unlike_the_treebank_on_ewt_dev(pair, ewt_refs):
     # a run inside a word is no affix (each affix pattern is anchored as a whole)
     ("hello$$", ["hello", "$$"]),
     ("foo==bar x>>y ab**cd", ["foo==bar", "x>>y", "ab**cd"]),
+    # marks the treebank cuts off a word
+    ("my account(s).", ["my", "account", "(", "s", ")", "."]),
+    ("draft).doc", ["draft", ")", ".doc"]),
+    ("an F-16, a mid-1980s car", ["an", "F", "-", "16", ",", "a", "mid-1980s", "car"]),
+    ("at 7:30PM. 65k", ["at", "7:30", "PM", ".", "65", "k"]),
+    ("-for PS-", ["-", "for", "PS", "-"]),
+    ("1/2 cup 24/7 on 9/11", ["1", "/", "2", "cup", "24", "/", "7", "on", "9/11"]),  # dates stay whole
+    ("is:5107 and?Dec gda;for job#12", ["is", ":", "5107", "and", "?", "Dec", "gda", ";", "for", "job", "#", "12"]),
+    ('Change"-"Alex', ["Change", '"', "-", '"', "Alex"]),
+    ("on Wed. at 5", ["on", "Wed.", "at", "5"]),
+    (":) great:) smile :-)", [":)", "great", ":)", "smile", ":-)"]),
+    ("--Sally Kay-- mama`s", ["--", "Sally", "Kay", "--", "mama", "`s"]),
+    ("I wanna go, dunno, alot", ["I", "wan", "na", "go", ",", "du", "n", "no", ",", "a", "lot"]),
+    # `its` for `it's` is cut where the next word cannot follow the possessive
+    ("its a dog, its not bad; the dog wagged its tail", ["it", "s", "a", "dog", ",", "it", "s", "not", "bad", ";",
+                                                         "the", "dog", "wagged", "its", "tail"]),
 ])
 def test_rules(pair, text, expected):
     assert words(pair[1], text) == expected
@@ -108,7 +125,8 @@ def test_loading_reads_the_file_only_when_it_differs(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("text", ["!" * 4000 + "x", "x" + "!." * 4000, "x" + "<" * 8000, "<" * 8000 + "x",
-                                  "non-" * 2000 + "x", "x" + "?" * 8000])
+                                  "non-" * 2000 + "x", "x" + "?" * 8000, "x" + "(" * 8000 + "x", "a)" * 4000,
+                                  "-" * 8000 + "x", "x" + "-" * 8000, "a-1" * 3000, "1" * 8000 + "/2"])
 def test_long_runs_cost_linear_time(pair, text):
     """Each run is matched from its first mark only: a pattern free to start anywhere in a run backtracks
     from every position. spaCy's own English tokenizer took 4.5-18 s on each of these but the fifth; ours
@@ -154,14 +172,14 @@ def test_pieces_after_a_special_case_are_kept(ewt_refs):
     expected = tokens(bare, texts)
     ours_cut, plain_cut = cut_pieces(ours), cut_pieces(plain)
     assert tokens(ours, texts) == expected
-    assert tokens(plain, texts, lambda text: Tokenizer.__call__(plain, text)) == expected
+    assert tokens(plain, texts, lambda text: cut_its(Tokenizer.__call__(plain, text), text)) == expected
     del ours_cut[:], plain_cut[:]
     assert tokens(ours, texts) == expected
     # only pieces whose own cut meets a special case (`didn't.`) are cut again: spaCy never keeps those
     again = list(ours_cut)  # (explain searches suffixes too)
     assert all(any(rule.startswith("SPECIAL") for rule, _ in ours.explain(piece)) for piece in again)
     # spaCy's own call on the same texts, met again: pieces after a special case are cut again
-    assert tokens(plain, texts, lambda text: Tokenizer.__call__(plain, text)) == expected
+    assert tokens(plain, texts, lambda text: cut_its(Tokenizer.__call__(plain, text), text)) == expected
     assert len(plain_cut) > 20 * max(len(again), 1)
 
 
