@@ -46,8 +46,8 @@ SPECIAL: Dict[str, List[str]] = {
     "id": ["id"],
 }
 # Marks the treebank cuts off wherever they touch a word and spaCy keeps: each class below is cut that way in
-# EWT train more often than kept (chosen there; with the forms below and `its`, of its 204,577 tokens those
-# without a one-to-one token of ours fell from 1,793 to 1,116, EWT dev's from 326 to 213; CHANGELOG.md).
+# EWT train more often than kept (chosen there; with the forms above and `its`, of its 204,577 tokens those
+# without a one-to-one token of ours fell from 1,793 to 1,104, EWT dev's from 326 to 189; CHANGELOG.md).
 EXTRA_INFIXES = (
     r"(?<=[^\s(])\((?=[^\s)])",            # `account(s)`, `file(TM)`, `SCHEDULE(draft)`
     r"(?<=[^\s(])\)(?=[^\s)])",            # `draft).doc`, `pdf)(See`, `2)S`
@@ -66,7 +66,12 @@ EXTRA_INFIXES = (
     r"(?<=^[1-9])/(?=[1-9]$)",
     r"(?:(?<=^1[3-9])|(?<=^[2-9][0-9]))/(?=[0-9]{1,2}$)",
 )
-EXTRA_PREFIXES = (r"-+(?=[A-Za-z0-9])",)  # `-for`, `-2:30`, `-0.39`, `--Sally`: dashes before a word
+EXTRA_PREFIXES = (
+    r"-+(?=[A-Za-z0-9])",                    # `-for`, `-2:30`, `-0.39`, `--Sally`: dashes before a word
+    # a name before its quoted address (`Julie"<julie@example.com>`): cut as a prefix, so the address after it
+    # is still read whole by spaCy's URL match, which would otherwise take the name, quote and bracket with it
+    r'[A-Za-z]+(?="<)',
+)
 EXTRA_SUFFIXES = (
     r"(?<=[A-Za-z0-9])-+",                   # `PS-`, `$10m-`, `Kay--`: dashes after a word
     r"(?<=[A-Za-z])`[sS]",                   # `mama`s`: a backtick for the apostrophe

@@ -72,6 +72,7 @@ def test_fewer_tokens_cut_unlike_the_treebank_on_ewt_dev(pair, ewt_refs):
     ("on Wed. at 5", ["on", "Wed.", "at", "5"]),
     (":) great:) smile :-)", [":)", "great", ":)", "smile", ":-)"]),
     ("--Sally Kay-- mama`s", ["--", "Sally", "Kay", "--", "mama", "`s"]),
+    ('"Julie"<julie@example.com> wrote', ['"', "Julie", '"', "<", "julie@example.com", ">", "wrote"]),
     ("I wanna go, dunno, alot", ["I", "wan", "na", "go", ",", "du", "n", "no", ",", "a", "lot"]),
     # `its` for `it's` is cut where the next word cannot follow the possessive
     ("its a dog, its not bad; the dog wagged its tail", ["it", "s", "a", "dog", ",", "it", "s", "not", "bad", ";",
