@@ -290,6 +290,16 @@ def test_a_stopped_decision_takes_the_best_valid_label():
         assert decided(scores, valid, margin, done, cand) == expect, trial
         shortcuts += bool(done and margin > 0 and valid.sum() > 1)
     assert shortcuts > 50  # the shortcut itself was taken
+    # scores not opened by open_scores: an invalid label may hold the top score, tied or alone
+    fallbacks = 0
+    for trial in range(1000):
+        n = int(rng.integers(1, 40))
+        valid = (rng.random(n) < rng.choice([0.0, 0.3, 0.9])).astype(np.uint8)
+        scores = rng.integers(-3, 4, size=n).astype(np.float32)
+        expect = best_valid(scores, valid)
+        assert decided(scores, valid, -1.0, False, 0) == expect, trial
+        fallbacks += bool(valid.sum() and not valid[int(np.argmax(scores))])
+    assert fallbacks > 50
 
 
 def test_blocks_cover_every_template_once():
