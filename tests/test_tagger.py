@@ -42,6 +42,25 @@ def test_the_lean_set_leaves_out_only_its_multiword_templates():
     assert config["components"]["sparse_tagger"]["templates"]["lean"] is True
 
 
+def test_drop_leaves_out_the_named_templates_and_refuses_unknown_names():
+    """`drop` (configs/tagger.cfg leaves out four more multi-word templates): exactly the named templates go, in
+    the set's order otherwise, and a name the set lacks (a typo, or one `lean` took out already) is an error, not
+    a silent no-op."""
+    from spacy_sparse.templates import tagger_templates_v1
+
+    config = spacy.util.load_config(ROOT / "configs" / "tagger.cfg")
+    settings = dict(config["components"]["sparse_tagger"]["templates"])
+    del settings["@misc"]
+    drop = settings["drop"]
+    assert len(drop) == 4 and all(len({a.split("@")[1] for a in t.split("+")}) > 1 for t in drop)
+    kept = tagger_templates_v1(**settings)
+    assert kept == [t for t in tagger_templates_v1(**{**settings, "drop": []}) if t not in drop] and len(kept) == 47
+    with pytest.raises(ValueError, match="does not have"):
+        tagger_templates_v1(lean=True, drop=["tag@-1+lower@0"])  # lean has dropped it already
+    with pytest.raises(ValueError, match="list"):
+        tagger_templates_v1(drop="tag@-1")
+
+
 def test_training_on_ewt_slice_reaches_real_accuracy(trained, ewt_refs):
     nlp, tagger = trained
     examples = to_examples(nlp, ewt_refs["dev"])
