@@ -112,7 +112,8 @@ def test_order_templates_cli_and_config_use(corpus, tmp_path):
     run("spacy", "train", "configs/tagger.cfg", "--output", str(out),
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
         "--paths.order", str(order_file), "--training.max_epochs", "1",
-        "--components.sparse_tagger.templates.lean", "false")  # the order covers the whole default set
+        "--components.sparse_tagger.templates.lean", "false",  # the order covers the whole default set
+        "--components.sparse_tagger.templates.drop", "[]")
     nlp = spacy.load(out / "model-last")
     assert nlp.get_pipe("sparse_tagger").sparse.template_names[:2] == order[:2]
 
