@@ -170,12 +170,13 @@ def decided(scores, valid, margin, done, cand):
     # is valid (every valid label before it scores lower), and with scores
     # opened by open_scores it nearly always is. Found as `leads` finds it:
     # the label-by-label running best mispredicts a branch at each new best.
-    top = top_score(scores)
-    best = 0
-    while best < scores.shape[0] - 1 and scores[best] != top:
-        best += 1
-    if scores.shape[0] > 0 and valid[best]:
-        return best
+    if scores.shape[0] > 0:
+        top = top_score(scores)
+        best = 0
+        while best < scores.shape[0] - 1 and scores[best] != top:
+            best += 1
+        if valid[best]:
+            return best
     return best_valid(scores, valid)
 
 
