@@ -128,11 +128,17 @@ def leads(scores, margin):
     close = 0
     for y in range(scores.shape[0]):
         close += scores[y] > lo
+    # with margin > 0 the top itself is above lo
+    return close <= 1, first_holding(scores, top)
+
+
+@leaf
+def first_holding(scores, top):
+    """The first label whose score is `top` (the last label if none is)."""
     best = 0
     while best < scores.shape[0] - 1 and scores[best] != top:
         best += 1
-    # with margin > 0 the top itself is above lo
-    return close <= 1, best
+    return best
 
 
 @leaf
@@ -171,10 +177,7 @@ def decided(scores, valid, margin, done, cand):
     # opened by open_scores it nearly always is. Found as `leads` finds it:
     # the label-by-label running best mispredicts a branch at each new best.
     if scores.shape[0] > 0:
-        top = top_score(scores)
-        best = 0
-        while best < scores.shape[0] - 1 and scores[best] != top:
-            best += 1
+        best = first_holding(scores, top_score(scores))
         if valid[best]:
             return best
     return best_valid(scores, valid)
