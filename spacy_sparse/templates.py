@@ -354,7 +354,8 @@ def tagger_templates_v1(space: bool = False, clusters: bool = False, casefreq: b
     missing = [t for t in drop if t not in out]
     if missing:
         raise ValueError(f"drop names templates the set does not have: {missing}")
-    return [t for t in out if t not in set(drop)]
+    dropped = set(drop)
+    return [t for t in out if t not in dropped]
 
 
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms
