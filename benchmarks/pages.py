@@ -29,6 +29,13 @@ BENCH_SECTIONS = [
      "through the alignment (what `spacy evaluate` does without `--gold-preproc`). The margin is the parser's. "
      "Compared with spaCy's CNN efficiency tagger + parser (`configs/cnn_tagger_parser.cfg`, trained on spaCy's "
      "tokens of the same data), timed in the same run."),
+    ("full_raw_sents", "Embedded full pipeline on raw text with the gold sentence starts",
+     "The same pipeline, test docs and tokens as on raw text above, with the treebank's sentence starts set on "
+     "the tokens before the pipeline runs (`bench --raw-gold-sents`: a token starts a sentence where a gold "
+     "sentence starts at its first character, every other token is marked inside; the segmenter and spaCy's "
+     "parser both keep given starts). What the tagger and parser score with perfect segmentation, to tell what "
+     "the segmentation costs on raw text from what the tokens and the models do. Compared with the same CNN "
+     "pipeline given the same starts, in the same run."),
     ("full_lines", "Embedded full pipeline on raw text in lines",
      "The same pipeline and test docs, their text laid out as plain-text files and e-mail often are (`bench "
      "--lines`): a blank line where the treebank's paragraphs start (`convert-ud` keeps them), lines wrapped at 72 "
@@ -190,7 +197,8 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
                                               "lower": "raw text in lower case",
                                               "upper": "raw text in upper case"}.get(
         first.get("text"), "gold tokens") + \
-        (", gold sentences" if first.get("gold_sentences") else "")
+        ((", the gold sentence starts given" if first.get("text") == "raw" else ", gold sentences")
+         if first.get("gold_sentences") else "")
     sizes = f"{mb(first.get('pipeline_bytes'))} directory"
     if first.get("component_bytes"):
         sizes += f", {first['component']} model file {first['component_bytes']:,} bytes"
@@ -218,6 +226,47 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
         if all("ratio_vs_compare" in x for x in calls):
             text += f", {span([x['ratio_vs_compare'] for x in calls], '{:.1f}', '×')} the compared pipeline " \
                     f"called the same way ({span([x['compare_words_per_second'] for x in calls])} words/s)"
+        text += "."
+    return text + breakdowns(found)
+
+
+def breakdowns(found: Sequence[Dict[str, Any]]) -> str:
+    """Below a bench table: the sentence starts the pipeline as it loads
+    found, by kind, beside the compared pipeline's (deterministic, from the
+    first run); then microseconds per word by component over the runs."""
+    first = found[0]
+    text = ""
+    own = next((r for r in first["rows"] if is_own(first, r)), None)
+    if own is not None and own.get("boundaries"):
+        mine, theirs = own["boundaries"], first.get("compare", {}).get("boundaries")
+        head = ["sentence starts after a doc's first word (gold)", "gold", "found, as it loads"] + \
+            (["found, compared"] if theirs else [])
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for kind, c in mine["kinds"].items():
+            cells = [kind, f"{c['gold']:,}", f"{100 * c['found'] / c['gold']:.1f} %" if c["gold"] else "–"]
+            if theirs:
+                t = theirs["kinds"][kind]
+                cells.append(f"{100 * t['found'] / t['gold']:.1f} %" if t["gold"] else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| starts where gold has none | – | " + f"{mine['false_starts']:,}" +
+                     (f" | {theirs['false_starts']:,}" if theirs else "") + " |")
+        text += "\n\nSentence starts by kind, matched by character offset: whether the treebank starts a paragraph " \
+                "there (the text on one line does not show it) and whether the words before end in `.`, `!` or " \
+                "`?` (a closing quote or bracket may follow).\n\n" + "\n".join(lines)
+    if all(run.get("component_words_per_second") for run in found):
+        def shares(key: str) -> str:
+            names = list(key_of(found[0])[key])
+            return ", ".join(f"`{n}` {span([1e6 / key_of(run)[key][n] for run in found], '{:.2f}', ' us')}"
+                             for n in names)
+
+        def key_of(run: Dict[str, Any]) -> Dict[str, Any]:
+            return {"own": run["component_words_per_second"],
+                    "other": run.get("compare", {}).get("component_words_per_second") or {}}
+
+        text += "\n\nMicroseconds per word by component, each run alone over the docs the components before it " \
+                "labelled (best of the timings, range over the runs), as it loads: " + shares("own")
+        if all(key_of(run)["other"] for run in found):
+            text += "; the compared pipeline: " + shares("other")
         text += "."
     return text
 

@@ -13,13 +13,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import spacy
 import srsly
 from spacy.language import Language
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc, DocBin, Token
 from spacy.training import Example
 
 from .kernels.rows import HOT, span_values
@@ -27,7 +27,7 @@ from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_margin_decay
 from .pipeline.views import Views
-from .readers import bare_copy, in_lines, recased
+from .readers import PARAGRAPHS_KEY, bare_copy, in_lines, recased
 
 # The score each task is judged by, first match wins.
 ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f")
@@ -82,12 +82,73 @@ def input_docs(nlp: Language, references: Sequence[Doc], text: str = "raw", sent
     if text not in TEXT_MODES:
         raise ValueError(f"text must be one of {TEXT_MODES}, got {text!r}")
     if text != "gold":
-        if sents or tags:
-            raise ValueError("Gold sentences and gold tags need gold tokens (text='gold')")
+        if tags or (sents and text != "raw"):
+            raise ValueError("Gold tags need gold tokens (text='gold'); gold sentences need gold tokens or raw text")
         if text in ("lower", "upper"):
             return [nlp.make_doc(recased(r.text, upper=text == "upper")) for r in references]
-        return [nlp.make_doc(r.text if text == "raw" else in_lines(r)) for r in references]
+        docs = [nlp.make_doc(r.text if text == "raw" else in_lines(r)) for r in references]
+        if sents:
+            for doc, ref in zip(docs, references):
+                given_sentence_starts(doc, ref)
+        return docs
     return bare_docs(nlp, references, sents, tags)
+
+
+def given_sentence_starts(doc: Doc, ref: Doc) -> Doc:
+    """Mark every token of `doc` (the reference's own text, as the tokenizer
+    cut it) as starting a sentence where a reference sentence starts at its
+    first character, and as inside one everywhere else: the whole pipeline
+    on raw text with perfect segmentation, to tell what the segmentation
+    costs from what the tokens and the models do."""
+    if doc.text != ref.text:
+        raise ValueError("Sentence starts are given by character offset: the doc must hold the reference's text")
+    starts = {t.idx for t in ref if t.is_sent_start} if ref.has_annotation("SENT_START") else {0}
+    for token in doc:
+        token.is_sent_start = token.idx in starts or token.i == 0
+    return doc
+
+
+# sentence-final marks, and what may stand between one and the next sentence
+FINAL_MARKS = frozenset(".!?")
+CLOSERS = frozenset({'"', "'", "''", ")", "]", "\u201d", "\u2019"})
+BOUNDARY_KINDS = ("paragraph start after . ! ?", "paragraph start, no mark", "in a paragraph after . ! ?",
+                  "in a paragraph, no mark")
+
+
+def boundary_kind(ref: Doc, token: Token, paragraphs: Set[int]) -> str:
+    """Which of BOUNDARY_KINDS a reference sentence start is: whether the
+    treebank starts a paragraph there (which a text on one line does not
+    show) and whether the words before it end in a sentence-final mark
+    (a closing quote or bracket may follow the mark)."""
+    i = token.i - 1
+    while i > 0 and ref[i].text in CLOSERS:
+        i -= 1
+    marked = ref[i].text[-1:] in FINAL_MARKS
+    return BOUNDARY_KINDS[(0 if token.i in paragraphs else 2) + (0 if marked else 1)]
+
+
+def boundary_recall(docs: Sequence[Doc], references: Sequence[Doc]) -> Dict[str, Any]:
+    """Reference sentence starts (after each doc's first token) found and
+    missed by kind (boundary_kind), and the starts predicted where the
+    reference has none, matched by character offset (docs of the references'
+    own text). The docs' paragraph starts are convert-ud's
+    (readers.PARAGRAPHS_KEY)."""
+    kinds = {k: {"gold": 0, "found": 0} for k in BOUNDARY_KINDS}
+    false_starts = 0
+    for doc, ref in zip(docs, references):
+        if doc.text != ref.text:
+            raise ValueError("Boundaries are matched by character offset: the doc must hold the reference's text")
+        paragraphs = set(ref.user_data.get(PARAGRAPHS_KEY, ()))
+        found = {t.idx for t in doc if t.i and t.is_sent_start}
+        gold = set()
+        for token in ref:
+            if token.i and token.is_sent_start:
+                gold.add(token.idx)
+                counts = kinds[boundary_kind(ref, token, paragraphs)]
+                counts["gold"] += 1
+                counts["found"] += token.idx in found
+        false_starts += len(found - gold)
+    return {"kinds": kinds, "false_starts": false_starts}
 
 
 def provenance() -> Dict[str, Any]:
@@ -182,6 +243,24 @@ def time_first_pass(nlp: Language, docs: List[Doc]) -> float:
     return time_pipe(nlp, docs, 1)
 
 
+def component_speeds(nlp: Language, docs: List[Doc], repeat: int) -> Dict[str, float]:
+    """Words per second of each component alone (best of `repeat`), each
+    run over fresh copies of the docs as the components before it left
+    them: where the time of a whole pipeline goes."""
+    n_words = sum(len(d) for d in docs)
+    best = {name: float("inf") for name in nlp.pipe_names}
+    for _ in range(max(1, repeat)):
+        current = [d.copy() for d in docs]
+        for name, proc in nlp.pipeline:
+            start = time.perf_counter()
+            if hasattr(proc, "pipe"):
+                current = list(proc.pipe(current, batch_size=nlp.batch_size))
+            else:
+                current = [proc(d) for d in current]
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: n_words / t if t > 0 else float("inf") for name, t in best.items()}
+
+
 def sentence_texts(references: Sequence[Doc]) -> List[str]:
     """The text of every sentence of the references (of every doc, where
     one has no sentence boundaries)."""
@@ -257,6 +336,12 @@ def comparison_pipeline(compare: str, lang: str) -> Language:
     return spacy.load(compare)
 
 
+def finds_sentences(text: str, sents: bool, scores: Dict[str, float]) -> bool:
+    """Whether a run's docs have sentence boundaries the pipeline found in
+    the references' own text (what boundary_recall matches)."""
+    return text == "raw" and not sents and "sents_f" in scores
+
+
 def run_bench(
     model: str,
     data: Path,
@@ -315,6 +400,8 @@ def run_bench(
             rows.append({"margin": margin, "margin_decay": decay, "accuracy": acc, "metric": key,
                          "scores": scores,
                          "templates_per_token": pipe.templates_per_token, "words_per_second": 0.0})
+            if finds_sentences(text, sents, scores):
+                rows[-1]["boundaries"] = boundary_recall(done, references)
         # settings take turns, so a slow spell of the machine hits them all
         for _ in range(max(1, repeat)):
             for (margin, decay), row in zip(settings, rows):
@@ -339,6 +426,7 @@ def run_bench(
                               "first_pass_words_per_second": first_pass,
                               "pipeline_bytes": directory_bytes(model),
                               "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
+    result["component_words_per_second"] = component_speeds(nlp, docs, repeat)
     texts = sentence_texts(references) if calls else []
     if calls:
         time_calls(nlp, texts[:50], 1)
@@ -356,7 +444,10 @@ def run_bench(
         result["compare"] = {"model": str(compare), "words_per_second": other_wps,
                              "first_pass_words_per_second": other_first,
                              "pipeline_bytes": directory_bytes(compare), "scores": scores,
-                             "accuracy": scores.get(metric)}
+                             "accuracy": scores.get(metric),
+                             "component_words_per_second": component_speeds(other, other_docs, repeat)}
+        if finds_sentences(text, sents, scores):
+            result["compare"]["boundaries"] = boundary_recall(scored, references)
         for r in rows:
             r["ratio_vs_compare"] = r["words_per_second"] / other_wps
         if calls:

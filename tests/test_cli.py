@@ -5,7 +5,7 @@ import sys
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import Doc, DocBin
 
 from conftest import ROOT, run
 
@@ -271,3 +271,64 @@ def test_convert_ud_holds_a_genre_out_of_train_and_dev(tmp_path):
     with pytest.raises(SystemExit):
         cmd_convert_ud(argparse.Namespace(ud_dir=str(ud), output=str(tmp_path / "none"), hold_out="poetry"))
     assert not (tmp_path / "none").exists()  # nothing written for a prefix that holds nothing out
+
+
+def test_boundary_recall_sorts_sentence_starts_by_paragraph_and_mark():
+    """A review title without a full stop, a paragraph that ends in one and a sentence inside a paragraph
+    without one: each gold start lands in its kind, found or missed as the predicted doc has it, and a
+    predicted start the reference lacks is counted apart."""
+    from spacy_sparse.bench import BOUNDARY_KINDS, boundary_recall
+    from spacy_sparse.readers import PARAGRAPHS_KEY
+
+    nlp = spacy.blank("en")
+    words = ["Great", "bagels", "We", "went", "twice", ".", '"', "Loved", "it", "!", '"', "Then", "we", "left", "so",
+             "sad", "Bye", "now"]
+    starts = [i in (0, 2, 6, 11, 16) for i in range(len(words))]
+    ref = Doc(nlp.vocab, words=words, spaces=[True] * len(words), sent_starts=starts)
+    ref.user_data[PARAGRAPHS_KEY] = [2, 11]  # "We ..." and "Then ..." start paragraphs
+    pred = nlp.make_doc(ref.text)
+    assert [t.text for t in pred] == words
+    for t in pred:  # "Loved" is no gold start (the quote before it is)
+        t.is_sent_start = t.i in (0, 2, 7, 16)
+    got = boundary_recall([pred], [ref])
+    par_mark, par_none, in_mark, in_none = BOUNDARY_KINDS
+    assert got["kinds"][par_none] == {"gold": 1, "found": 1}  # "We", after "bagels"
+    assert got["kinds"][in_mark] == {"gold": 1, "found": 0}  # the quote after "."
+    assert got["kinds"][par_mark] == {"gold": 1, "found": 0}  # "Then", after "!" and a closing quote
+    assert got["kinds"][in_none] == {"gold": 1, "found": 1}  # "Bye", after "sad"
+    assert got["false_starts"] == 1
+    with pytest.raises(ValueError, match="character offset"):
+        boundary_recall([nlp.make_doc(ref.text.lower() + " x")], [ref])
+
+
+def test_bench_gives_raw_text_the_gold_sentence_starts(corpus):
+    """`bench --raw-gold-sents`: the raw text's own tokens carry the gold sentence starts (by character
+    offset), the segmenter keeps them, and the parser scores at least what it scores on its own sentences;
+    the run records each component's speed and, on raw text without given starts, the starts by kind."""
+    import spacy_sparse
+    from spacy_sparse.bench import given_sentence_starts, input_docs, read_references, run_bench
+
+    nlp = spacy_sparse.load_default()
+    refs = read_references(nlp, corpus / "dev.spacy")
+    docs = input_docs(nlp, refs, "raw", sents=True)
+    for doc, ref in zip(docs, refs):
+        assert doc.text == ref.text
+        gold = {t.idx for t in ref if t.is_sent_start}
+        assert {t.idx for t in doc if t.is_sent_start} == gold & {t.idx for t in doc}
+    with pytest.raises(ValueError, match="reference's text"):
+        given_sentence_starts(nlp.make_doc("Another text."), refs[0])
+    with pytest.raises(ValueError, match="gold tokens or raw text"):
+        input_docs(nlp, refs, "lines", sents=True)
+    given = run_bench("default", corpus / "dev.spacy", [None], repeat=1, sents=True)
+    plain = run_bench("default", corpus / "dev.spacy", [None], repeat=1)
+    assert given["rows"][0]["scores"]["sents_f"] > 0.99 > plain["rows"][0]["scores"]["sents_f"]
+    assert given["rows"][0]["scores"]["dep_las"] > plain["rows"][0]["scores"]["dep_las"]
+    assert "boundaries" not in given["rows"][0]
+    kinds = plain["rows"][0]["boundaries"]["kinds"]
+    assert sum(k["gold"] for k in kinds.values()) == sum(t.is_sent_start and t.i > 0 for r in refs for t in r)
+    assert all(0 <= k["found"] <= k["gold"] for k in kinds.values())
+    assert set(plain["component_words_per_second"]) == set(nlp.pipe_names)
+    assert all(v > 0 for v in plain["component_words_per_second"].values())
+    proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "bench", "default", str(corpus / "dev.spacy"),
+                           "--raw-gold-sents", "--lines"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1 and "--raw-gold-sents" in proc.stdout + proc.stderr

@@ -30,6 +30,33 @@ def print_rows(result: dict) -> None:
             msg.text(f"  margin {m}: {r['ratio_vs_compare']:.1f}x the words/s of {other['model']}")
 
 
+def time_shares(speeds: Dict[str, float]) -> str:
+    """"name 0.65 us (7%), ..." from words/s per component."""
+    us = {name: 1e6 / wps for name, wps in speeds.items()}
+    total = sum(us.values()) or 1.0
+    return ", ".join(f"{name} {t:.2f} us ({100 * t / total:.0f}%)" for name, t in us.items())
+
+
+def print_breakdowns(result: Dict[str, Any]) -> None:
+    """Where a bench run's time goes per component, and which sentence
+    starts the pipeline found, by kind (the compared pipeline's beside)."""
+    other = result.get("compare", {})
+    msg.text("time per word by component, as it loads: " + time_shares(result["component_words_per_second"]))
+    if other.get("component_words_per_second"):
+        msg.text(f"  {other['model']}: " + time_shares(other["component_words_per_second"]))
+    own = next((r for r in result["rows"] if r["margin"] == result["own_margin"]
+                and r["margin_decay"] == result["own_margin_decay"]), None)
+    if own is None or "boundaries" not in own:
+        return
+    mine, theirs = own["boundaries"], other.get("boundaries")
+    data = [(kind, c["gold"], f"{100 * c['found'] / c['gold']:.1f}" if c["gold"] else "-",
+             *([f"{100 * theirs['kinds'][kind]['found'] / c['gold']:.1f}" if c["gold"] else "-"] if theirs else []))
+            for kind, c in mine["kinds"].items()]
+    data.append(("false starts", "", mine["false_starts"], *([theirs["false_starts"]] if theirs else [])))
+    msg.text("sentence starts found, as it loads:")
+    msg.table(data, header=("kind", "gold", "found %", *(["compared: found %"] if theirs else [])), divider=True)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from ..bench import parse_decays, parse_margins, provenance, run_bench
 
@@ -37,17 +64,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     gold = args.gold_tokens or args.gold_sents or args.gold_tags
     if args.case and (gold or args.lines):
         msg.fail("--case recases raw text: it does not go with --lines or gold tokens", exits=1)
+    if args.raw_gold_sents and (gold or args.lines or args.case):
+        msg.fail("--raw-gold-sents gives sentence starts to the raw text as it is: it does not go with "
+                 "--lines, --case or gold tokens", exits=1)
     result = run_bench(args.model, Path(args.data), parse_margins(args.margins), component=args.component,
-                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents, tags=args.gold_tags,
+                       compare=args.compare, repeat=args.repeat, sents=args.gold_sents or args.raw_gold_sents,
+                       tags=args.gold_tags,
                        decays=decays, text="gold" if gold else "lines" if args.lines else args.case or "raw",
                        calls=args.calls)
     result = {"meta": provenance(), **result}
     inputs = "gold tokens" + (", gold sentences" if result["gold_sentences"] else "") if gold else \
         "raw text" + (" in lines" if args.lines else f" in {args.case} case" if args.case else "") + \
-        " (spaCy's tokenizer, no sentence boundaries)"
+        (" (the pipeline's tokenizer, the gold sentence starts given)" if args.raw_gold_sents else
+         " (the pipeline's tokenizer, no sentence boundaries)")
     msg.info(f"{result['component']} of {result['model']} on {result['data']} ({result['words']:,} words, {inputs}; "
              f"best of {result['repeat']})")
     print_rows(result)
+    print_breakdowns(result)
     line = f"first pass after loading (new word types), as it loads: {result['first_pass_words_per_second']:,.0f} words/s"
     if "compare" in result:
         line += f"; {result['compare']['model']}: {result['compare']['first_pass_words_per_second']:,.0f}"
@@ -211,6 +244,9 @@ def register(sub) -> None:
                    help="feed the gold tokens instead of raw text through the pipeline's tokenizer")
     p.add_argument("--gold-sents", action="store_true",
                    help="gold tokens and the gold sentence boundaries (implies --gold-tokens)")
+    p.add_argument("--raw-gold-sents", action="store_true",
+                   help="raw text through the pipeline's tokenizer with the gold sentence starts set on its tokens: "
+                        "what the rest of the pipeline scores with perfect segmentation")
     p.add_argument("--gold-tags", action="store_true",
                    help="gold tokens with the data's tag_ (for models that read it, e.g. the chunker's ptag)")
     p.add_argument("--calls", action="store_true",
