@@ -236,39 +236,38 @@ def breakdowns(found: Sequence[Dict[str, Any]]) -> str:
     first run); then microseconds per word by component over the runs."""
     first = found[0]
     text = ""
-    own = next((r for r in first["rows"] if is_own(first, r)), None)
-    if own is not None and own.get("boundaries"):
-        mine, theirs = own["boundaries"], first.get("compare", {}).get("boundaries")
+    row = next((r for r in first["rows"] if is_own(first, r)), None)
+    if row is not None and row.get("boundaries"):
+        mine, theirs = row["boundaries"], first.get("compare", {}).get("boundaries")
         head = ["sentence starts after a doc's first word (gold)", "gold", "found, as it loads"] + \
             (["found, compared"] if theirs else [])
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for kind, c in mine["kinds"].items():
-            cells = [kind, f"{c['gold']:,}", f"{100 * c['found'] / c['gold']:.1f} %" if c["gold"] else "–"]
-            if theirs:
-                t = theirs["kinds"][kind]
-                cells.append(f"{100 * t['found'] / t['gold']:.1f} %" if t["gold"] else "–")
+            cells = [kind, f"{c['gold']:,}", found_share(c)] + ([found_share(theirs["kinds"][kind])] if theirs else [])
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("| starts where gold has none | – | " + f"{mine['false_starts']:,}" +
                      (f" | {theirs['false_starts']:,}" if theirs else "") + " |")
         text += "\n\nSentence starts by kind, matched by character offset: whether the treebank starts a paragraph " \
                 "there (the text on one line does not show it) and whether the words before end in `.`, `!` or " \
                 "`?` (a closing quote or bracket may follow).\n\n" + "\n".join(lines)
-    if all(run.get("component_words_per_second") for run in found):
-        def shares(key: str) -> str:
-            names = list(key_of(found[0])[key])
-            return ", ".join(f"`{n}` {span([1e6 / key_of(run)[key][n] for run in found], '{:.2f}', ' us')}"
-                             for n in names)
-
-        def key_of(run: Dict[str, Any]) -> Dict[str, Any]:
-            return {"own": run["component_words_per_second"],
-                    "other": run.get("compare", {}).get("component_words_per_second") or {}}
-
+    own = [run.get("component_words_per_second") for run in found]
+    other = [run.get("compare", {}).get("component_words_per_second") for run in found]
+    if all(own):
         text += "\n\nMicroseconds per word by component, each run alone over the docs the components before it " \
-                "labelled (best of the timings, range over the runs), as it loads: " + shares("own")
-        if all(key_of(run)["other"] for run in found):
-            text += "; the compared pipeline: " + shares("other")
+                "labelled (best of the timings, range over the runs), as it loads: " + per_word(own)
+        if all(other):
+            text += "; the compared pipeline: " + per_word(other)
         text += "."
     return text
+
+
+def found_share(counts: Dict[str, int]) -> str:
+    return f"{100 * counts['found'] / counts['gold']:.1f} %" if counts["gold"] else "–"
+
+
+def per_word(speeds: Sequence[Dict[str, float]]) -> str:
+    """"`name` 0.64-0.65 us, ..." from each run's words/s per component."""
+    return ", ".join(f"`{n}` {span([1e6 / run[n] for run in speeds], '{:.2f}', ' us')}" for n in speeds[0])
 
 
 def first_pass(found: Sequence[Dict[str, Any]]) -> Optional[Tuple[str, Optional[Tuple[str, str]]]]:
