@@ -8,7 +8,7 @@ first used. The training callbacks are registered by entry point.
 import importlib
 from typing import Any
 
-from . import factories, readers, templates, tokenizer  # noqa: F401  (registers the factories, readers, template sets, tokenizer)
+from . import factories, readers, templates, tokenizer, word_templates  # noqa: F401  (registers the factories, readers, template sets, tokenizer)
 from .loading import DEFAULT_MODEL_PATH, config_path, load_default, load_pipeline
 
 __version__ = "0.1.0"

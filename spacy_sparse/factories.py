@@ -12,6 +12,8 @@ from .pipeline.settings import COMMON_DEFAULTS
 
 if TYPE_CHECKING:
     from .pipeline import SparseNER, SparseParser, SparseSenter, SparseTagger
+    from .pipeline.lemmatizer import SparseLemmatizer
+    from .pipeline.morphologizer import SparseMorphologizer
     from .pipeline.upos import SparseUpos
 
 
@@ -267,3 +269,102 @@ def make_sparse_upos(nlp: Language, name: str, min_word_count: int) -> "SparseUp
     from .pipeline.upos import SparseUpos
 
     return SparseUpos(nlp.vocab, name, min_word_count=min_word_count)
+
+
+DEFAULT_LEMMATIZER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.lemma_templates.v1"},
+    **COMMON_DEFAULTS,
+    "min_rule_count": 2,
+    "overwrite": False,
+    "scorer": {"@scorers": "spacy_sparse.lemmatizer_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_lemmatizer",
+    assigns=["token.lemma"],
+    requires=["token.tag"],
+    default_config=DEFAULT_LEMMATIZER_CONFIG,
+    default_score_weights={"lemma_acc": 1.0},
+)
+def make_sparse_lemmatizer(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    word_dropout: float,
+    n_threads: int,
+    min_rule_count: int,
+    overwrite: bool,
+    scorer: Optional[Callable],
+) -> "SparseLemmatizer":
+    """Create a sparse lemmatizer: token.lemma_ by an edit rule per token, predicted from the word, its
+    affixes and the tag an earlier tagger set (pipeline/lemmatizer.py). The settings they share mean what
+    they mean for `sparse_tagger`.
+
+    min_rule_count (int): an edit rule is a label only if the training data has it this often.
+    overwrite (bool): replace lemmas the docs already have (false: keep them, as spaCy's lemmatizers do).
+    """
+    from .pipeline.lemmatizer import SparseLemmatizer
+
+    return SparseLemmatizer(
+        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
+        min_rule_count=min_rule_count, overwrite=overwrite, scorer=scorer,
+    )
+
+
+DEFAULT_MORPHOLOGIZER_CONFIG = {
+    "templates": {"@misc": "spacy_sparse.morph_templates.v1"},
+    **COMMON_DEFAULTS,
+    "overwrite": True,
+    "scorer": {"@scorers": "spacy_sparse.morphologizer_scorer.v1"},
+}
+
+
+@Language.factory(
+    "sparse_morphologizer",
+    assigns=["token.morph"],
+    requires=["token.tag"],
+    default_config=DEFAULT_MORPHOLOGIZER_CONFIG,
+    default_score_weights={"morph_acc": 1.0, "morph_per_feat": None},
+)
+def make_sparse_morphologizer(
+    nlp: Language,
+    name: str,
+    templates: List[str],
+    margin: Optional[float],
+    margin_decay: float,
+    train_margin: float,
+    mode: str,
+    learner: str,
+    learn_rate: float,
+    min_updates: int,
+    min_count: int,
+    word_dropout: float,
+    n_threads: int,
+    overwrite: bool,
+    scorer: Optional[Callable],
+) -> "SparseMorphologizer":
+    """Create a sparse morphologizer: token.morph (UD FEATS) as the labels of a tagger that reads the tags
+    an earlier tagger set (pipeline/morphologizer.py). The settings they share mean what they mean for
+    `sparse_tagger`.
+
+    overwrite (bool): replace features the docs already have (spaCy's morphologizer: true).
+    """
+    from .pipeline.morphologizer import SparseMorphologizer
+
+    return SparseMorphologizer(
+        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
+        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
+        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
+        overwrite=overwrite, scorer=scorer,
+    )

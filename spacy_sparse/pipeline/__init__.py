@@ -7,7 +7,8 @@ pipeline, so importing the package must not import numba's kernels.
 import importlib
 from typing import Any
 
-_CLASSES = {"SparseNER": "ner", "SparseParser": "parser", "SparseSenter": "senter", "SparseTagger": "tagger"}
+_CLASSES = {"SparseNER": "ner", "SparseParser": "parser", "SparseSenter": "senter", "SparseTagger": "tagger",
+            "SparseLemmatizer": "lemmatizer", "SparseMorphologizer": "morphologizer"}
 
 __all__ = list(_CLASSES)
 

@@ -17,13 +17,13 @@ import weakref
 from typing import Any, Callable, Dict, TypeVar
 
 import numpy as np
-from spacy.attrs import DEP, HEAD, ORTH, POS, SENT_START, TAG
+from spacy.attrs import DEP, HEAD, LEMMA, MORPH, ORTH, POS, SENT_START, TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
 T = TypeVar("T")
 # the reference's annotation that any component's gold reads
-_REFERENCE_ATTRS = [ORTH, TAG, POS, HEAD, DEP, SENT_START]
+_REFERENCE_ATTRS = [ORTH, TAG, POS, HEAD, DEP, SENT_START, MORPH, LEMMA]
 
 
 class GoldMemo:

@@ -23,6 +23,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
 from spacy.vocab import Vocab
 
+from .. import noun_chunks
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
 from ..templates import has_move_atom, parse_templates
 from ..kernels.compiled import predict_parse
@@ -121,6 +122,7 @@ class SparseParser(SparsePipe):
                          whole_docs=_check_fraction(whole_docs, "whole_docs"),
                          stray=_check_fraction(stray, "stray"),
                          tag_noise=_check_fraction(tag_noise, "tag_noise"), **kwargs)
+        noun_chunks.install(vocab)  # doc.noun_chunks reads UD labels (noun_chunks.py)
         self._deps: List[str] = []
         self._word_tags: Dict[int, Dict[int, int]] = {}  # ORTH -> tag -> count, for tag_noise
         self._words_seen = 0

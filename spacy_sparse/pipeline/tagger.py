@@ -1,9 +1,9 @@
 """`sparse_tagger`: a greedy left-to-right tagger over feature templates with
 dynamic feature selection (Strubell et al. 2015)."""
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
-from spacy.attrs import POS, TAG
+from spacy.attrs import LEMMA, MORPH, POS, TAG
 from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.scorer import Scorer
 from spacy.strings import get_string_id
@@ -14,7 +14,7 @@ from spacy.vocab import Vocab
 
 from .sequence import SequencePipe
 
-ANNOTATE = {"tag": TAG, "pos": POS}
+ANNOTATE = {"tag": TAG, "pos": POS, "morph": MORPH, "lemma": LEMMA}
 NEG_PREFIX = "!"  # a gold tag "!NN": anything but NN (spaCy's tagger: neg_prefix)
 
 def tagger_score(examples: Iterable[Example], *, annotate: str = "tag", **kwargs: Any) -> Dict[str, Any]:
@@ -50,16 +50,7 @@ class SparseTagger(SequencePipe):
 
     def _labels_changed(self) -> None:
         labels = self.labels
-        if self.annotate == "pos":
-            bad = [lab for lab in labels if lab not in UPOS_IDS or lab == ""]
-            if bad:
-                raise ValueError(
-                    f"annotate='pos' takes Universal POS tags only; not UPOS: {bad[:5]}. "
-                    "Use annotate='tag' for fine-grained tag sets."
-                )
-            self._label_values = np.array([UPOS_IDS[lab] for lab in labels], dtype=np.uint64)
-        else:
-            self._label_values = np.array([self.vocab.strings.add(lab) for lab in labels], dtype=np.uint64)
+        self._label_values = self._values_of(labels)
         self._allowed = np.ones((2, len(labels) + 1, max(1, len(labels))), dtype=np.uint8)
         # A gold value is a label (index y) or, with the tags, a negative tag
         # "!label" (-2 - y: "anything but y", as spaCy's tagger reads them).
@@ -71,6 +62,18 @@ class SparseTagger(SequencePipe):
         order = np.argsort(values, kind="stable")
         self._sorted_values = values[order]
         self._sorted_index = index[order]
+
+    def _values_of(self, labels: Sequence[str]) -> np.ndarray:
+        """The value each label has in the docs' array of the annotated attribute (what _gold compares)."""
+        if self.annotate == "pos":
+            bad = [lab for lab in labels if lab not in UPOS_IDS or lab == ""]
+            if bad:
+                raise ValueError(
+                    f"annotate='pos' takes Universal POS tags only; not UPOS: {bad[:5]}. "
+                    "Use annotate='tag' for fine-grained tag sets."
+                )
+            return np.array([UPOS_IDS[lab] for lab in labels], dtype=np.uint64)
+        return np.array([self.vocab.strings.add(lab) for lab in labels], dtype=np.uint64)
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         seen = set()
@@ -94,11 +97,26 @@ class SparseTagger(SequencePipe):
         values = self._label_values[pred].reshape(-1, 1)
         for i, doc in enumerate(docs):
             start, end = doc_off[i], doc_off[i + 1]
-            if doc.vocab is not self.vocab and self.annotate == "tag":
-                for label in self.labels:  # so the doc's own vocab can read tag_
-                    doc.vocab.strings.add(label)
+            if doc.vocab is not self.vocab:
+                self._teach(doc.vocab)
             if end > start:
                 doc.from_array([attr], values[start:end])
+
+    def _teach(self, vocab: Vocab) -> None:
+        """Make another vocab know what the labels write (so a doc of its own reads tag_)."""
+        if self.annotate == "tag":
+            for label in self.labels:
+                vocab.strings.add(label)
+
+    def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
+        """Write the labels; a component whose cfg says overwrite = false leaves a value set before."""
+        docs = list(docs)
+        attr = ANNOTATE[self.annotate]
+        kept = None if self.cfg.get("overwrite", True) else [doc.to_array(attr) for doc in docs]
+        super().set_annotations(docs, predictions)
+        for doc, before in zip(docs, kept or ()):
+            if len(doc) and before.any():
+                doc.from_array([attr], np.where(before != 0, before, doc.to_array(attr)).reshape(-1, 1))
 
     # ---- training --------------------------------------------------------------
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:

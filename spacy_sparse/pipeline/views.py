@@ -18,7 +18,7 @@ A doc without whitespace tokens is its own view: nothing is copied.
 from typing import List, Optional, Sequence
 
 import numpy as np
-from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, HEAD, IS_SPACE, ORTH, POS, SENT_START, SPACY, TAG
+from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, HEAD, IS_SPACE, LEMMA, MORPH, ORTH, POS, SENT_START, SPACY, TAG
 from spacy.parts_of_speech import SPACE
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -154,6 +154,18 @@ def _pos(doc: Doc, view: Doc, keep: np.ndarray) -> None:
     _token_values(doc, view, keep, POS, SPACE)
 
 
+def _morph(doc: Doc, view: Doc, keep: np.ndarray) -> None:
+    _token_values(doc, view, keep, MORPH, 0)  # whitespace has no features
+
+
+def _lemma(doc: Doc, view: Doc, keep: np.ndarray) -> None:
+    """Whitespace tokens are their own lemma."""
+    out = doc.to_array([ORTH]).reshape(-1, 1).astype(np.uint64)
+    if len(keep):
+        out[keep, 0] = view.to_array(LEMMA)
+    doc.from_array([LEMMA], out)
+
+
 class _Gaps:
     """Where a doc's whitespace tokens are, relative to its words and to the
     sentence starts set on it when a component writes back."""
@@ -241,4 +253,5 @@ def valid_iob(values: np.ndarray) -> np.ndarray:
 
 
 # what each component writes (SparsePipe.writes) -> how it is copied back
-WRITE_BACK = {"tag": _tags, "pos": _pos, "sents": _sents, "parse": _parse, "ents": _ents}
+WRITE_BACK = {"tag": _tags, "pos": _pos, "morph": _morph, "lemma": _lemma, "sents": _sents, "parse": _parse,
+              "ents": _ents}

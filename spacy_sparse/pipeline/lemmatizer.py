@@ -1,0 +1,171 @@
+"""`sparse_lemmatizer`: lemmas as labels, the way spaCy's trainable lemmatizer and UDPipe find them.
+
+Each (form, lemma) pair of the training data becomes an *edit rule*: take the form as it is or in lower case,
+cut a suffix, add one. "studies" -> "study" is `K3|iesy` (keep case, cut the 3 characters "ies", add "y"),
+"The" -> "the" is `L0|` (lower case, cut nothing). A rule is written `{K|L}{n}|{cut}{add}`, so it parses back
+without ambiguity whatever characters the suffixes hold. The component predicts a rule per token with the
+tagger's engine, over templates that read the word, its affixes, its tag (set by an earlier tagger: `ptag`)
+and its neighbours; a rule whose cut suffix the form does not end with is never applied: the token then keeps
+its form (lower-cased when the rule lower-cases). Rules seen fewer than `min_rule_count` times in the training
+data are not labels (they are mostly one-off irregular forms and typos).
+
+Writing lemmas looks each distinct (word, rule) pair of a batch up in a cache of the lemmas it made before,
+so the string work is done once per pair the component meets, not once per token.
+"""
+import threading
+from collections import Counter
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.attrs import LEMMA, ORTH
+from spacy.scorer import Scorer
+from spacy.strings import get_string_id
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import registry
+from spacy.vocab import Vocab
+
+from ..checks import check_number
+from .tagger import SparseTagger
+
+# the cache of made lemmas is emptied when it holds this many (word, rule) pairs
+MAX_CACHED = 1_000_000
+DEFAULT_MIN_RULE_COUNT = 2
+
+
+def edit_rule(form: str, lemma: str) -> str:
+    """The shortest edit rule that turns `form` into `lemma` (keeping case, or lower-casing first: the first
+    of the two on a tie)."""
+    best: Optional[Tuple[int, str, str, str]] = None
+    for flag, source in (("K", form), ("L", form.lower())):
+        p = 0
+        n = min(len(source), len(lemma))
+        while p < n and source[p] == lemma[p]:
+            p += 1
+        cut, add = source[p:], lemma[p:]
+        if best is None or len(cut) + len(add) < best[0]:
+            best = (len(cut) + len(add), flag, cut, add)
+    _, flag, cut, add = best
+    return f"{flag}{len(cut)}|{cut}{add}"
+
+
+def parse_rule(rule: str) -> Tuple[bool, str, str]:
+    """(lower-case first, suffix to cut, suffix to add) of a rule; ValueError if it is not one."""
+    flag, bar = rule[:1], rule.find("|")
+    if flag not in ("K", "L") or bar < 2 or not rule[1:bar].isdigit():
+        raise ValueError(f"not a lemma edit rule: {rule!r}")
+    n = int(rule[1:bar])
+    rest = rule[bar + 1:]
+    if n > len(rest):
+        raise ValueError(f"not a lemma edit rule: {rule!r}")
+    return flag == "L", rest[:n], rest[n:]
+
+
+def apply_rule(form: str, rule: Tuple[bool, str, str]) -> Optional[str]:
+    """The lemma the rule makes of `form`, or None where it does not apply (the form does not end with the
+    suffix it cuts, or nothing would be left)."""
+    lower, cut, add = rule
+    source = form.lower() if lower else form
+    if not source.endswith(cut):
+        return None
+    lemma = source[: len(source) - len(cut)] + add
+    return lemma or None
+
+
+def lemma_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+    """lemma_acc, as spaCy's lemmatizers report it."""
+    return Scorer.score_token_attr(examples, "lemma", **kwargs)
+
+
+@registry.scorers("spacy_sparse.lemmatizer_scorer.v1")
+def make_lemmatizer_scorer() -> Callable:
+    return lemma_score
+
+
+class SparseLemmatizer(SparseTagger):
+    """Assigns token.lemma_ by predicting an edit rule per token (see the module docstring); put it after a
+    tagger, whose tags its templates read."""
+
+    writes = "lemma"
+
+    def __init__(self, vocab: Vocab, name: str = "sparse_lemmatizer", *, annotate: str = "lemma",
+                 min_rule_count: int = DEFAULT_MIN_RULE_COUNT, overwrite: bool = False, **kwargs: Any):
+        self._check_task_cfg({"annotate": annotate, "min_rule_count": min_rule_count, "overwrite": overwrite})
+        self._rules: List[Tuple[bool, str, str]] = []
+        self._made: Dict[Tuple[int, int], int] = {}
+        self._made_lock = threading.Lock()
+        super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_rule_count=min_rule_count,
+                                           overwrite=overwrite, **kwargs)
+        self._label_values = np.zeros(0, dtype=np.uint64)
+
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        if cfg.get("annotate", "lemma") != "lemma":
+            raise ValueError(f"a lemmatizer annotates 'lemma', got {cfg.get('annotate')!r}")
+        check_number(cfg.get("min_rule_count", DEFAULT_MIN_RULE_COUNT), "min_rule_count", whole=True, low=1)
+        if not isinstance(cfg.get("overwrite", False), bool):
+            raise ValueError(f"overwrite must be true or false, got {cfg.get('overwrite')!r}")
+
+    @property
+    def overwrite(self) -> bool:
+        return self.cfg["overwrite"]
+
+    def _values_of(self, labels: Sequence[str]) -> np.ndarray:
+        rules = [parse_rule(label) for label in labels]  # a label that is not a rule is refused here
+        with self._made_lock:
+            self._rules = rules
+            self._made = {}
+        return np.array([get_string_id(label) for label in labels], dtype=np.uint64)
+
+    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
+        counts = Counter(rule for _, rule in self._word_labels(examples))
+        return sorted(rule for rule, n in counts.items() if n >= self.cfg["min_rule_count"])
+
+    def _word_labels(self, examples: Iterable[Example]):
+        for eg in examples:
+            for token in eg.reference:
+                if token.lemma_ and not token.is_space:
+                    yield token.text, edit_rule(token.text, token.lemma_)
+
+    def _gold_values(self, eg: Example) -> np.ndarray:
+        """The hash of the rule that turns each predicted token into its reference lemma (0 where no lemma
+        is aligned one-to-one)."""
+        lemmas = eg.get_aligned("LEMMA", as_string=True)
+        return np.array([get_string_id(edit_rule(t.text, lemma)) if lemma else 0
+                         for t, lemma in zip(eg.predicted, lemmas)], dtype=np.uint64)
+
+    # ---- inference -----------------------------------------------------------
+    def _lemma_values(self, doc: Doc, orth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The lemma hash per token of `doc` for the predicted label indices, made once per (word, rule)."""
+        pairs = orth.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + labels.astype(np.uint64)
+        keys, inverse = np.unique(pairs, return_inverse=True)
+        first = np.zeros(len(keys), dtype=np.int64)
+        first[inverse[::-1]] = np.arange(len(pairs) - 1, -1, -1)
+        out = np.empty(len(keys), dtype=np.uint64)
+        strings = doc.vocab.strings
+        own_vocab = doc.vocab is self.vocab
+        with self._made_lock:
+            made, rules = self._made, self._rules
+            if len(made) > MAX_CACHED:
+                made.clear()
+            for j, i in enumerate(first.tolist()):
+                key = (int(orth[i]), int(labels[i]))
+                value = made.get(key) if own_vocab else None
+                if value is None:
+                    form = strings[key[0]]
+                    rule = rules[key[1]]
+                    lemma = apply_rule(form, rule)
+                    if lemma is None:  # backoff: the form, lower-cased where the rule lower-cases
+                        lemma = form.lower() if rule[0] else form
+                    value = strings.add(lemma)
+                    if own_vocab:
+                        made[key] = value
+                out[j] = value
+        return out[inverse]
+
+    def _set_annotations(self, docs: List[Doc], predictions) -> None:
+        pred, doc_off = predictions
+        for i, doc in enumerate(docs):
+            start, end = doc_off[i], doc_off[i + 1]
+            if end > start:
+                lemmas = self._lemma_values(doc, doc.to_array(ORTH), pred[start:end])
+                doc.from_array([LEMMA], lemmas.reshape(-1, 1))
