@@ -39,8 +39,8 @@ def default_path(name: str = "full") -> Path:
 
 def load_default(name: str = "full", **kwargs):
     """Load an embedded pipeline trained on UD English-EWT (CC BY-SA 4.0;
-    see its LICENSE): "full" (sparse_senter, sparse_tagger, sparse_parser)
-    or "tagger" (sparse_tagger alone, the smallest)."""
+    see its LICENSE): "full" (tagger, segmenter, parser, UPOS, morphologizer,
+    lemmatizer; UD noun chunks) or "tagger" (sparse_tagger alone, the smallest)."""
     import spacy
 
     from . import preload

@@ -128,7 +128,7 @@ this licence:
 WordNet Release 3.0{licence}"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
-SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, then compress-default)"),
+SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, compress-default, train-lemma-morph, compress-lemma-morph)"),
                  "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
@@ -169,6 +169,11 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     from ..pipeline.base import SparsePipe
 
     nlp = spacy.load(args.model)
+    for other in args.add:
+        source = spacy.load(other)
+        for name, pipe in source.pipeline:
+            if isinstance(pipe, SparsePipe) and name not in nlp.pipe_names:
+                nlp.add_pipe(name, source=source)
     sparse = [pipe for _, pipe in nlp.pipeline if isinstance(pipe, SparsePipe)]
     if not sparse:
         msg.fail(f"{args.model} has no spacy-sparse component to ship")
@@ -304,4 +309,7 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="COMPONENT.SETTING=VALUE",
                    help="a runtime setting the shipped component loads with: margin (a number or none), margin_decay "
                         "or start_bias; may be repeated")
+    p.add_argument("--add", action="append", default=[], metavar="PIPELINE",
+                   help="append the sparse components of another trained pipeline that MODEL lacks (the lemmatizer "
+                        "and morphologizer of configs/lemma_morph.cfg); repeatable")
     p.set_defaults(func=cmd_ship_default)
