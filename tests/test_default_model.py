@@ -25,7 +25,8 @@ SHIPPED_TEST_ACCURACY = 0.9457  # 0.9441 before it was trained again with the UD
 # 0.7360); before them: 0.9623, 0.9635, 0.8061, 0.8303 (0.9432, 0.7958, 0.7584; 0.9349, 0.7729, 0.7360); the
 # one before tag_noise: 0.9629, 0.9621, 0.8025, 0.8344; the one before the UD tokenizer: 0.9608, 0.9620, 0.8022,
 # 0.8154.
-SHIPPED_FULL = {"tag_acc": 0.9640, "pos_acc": 0.9628, "dep_las": 0.8045, "sents_f": 0.8298}
+SHIPPED_FULL = {"tag_acc": 0.9640, "pos_acc": 0.9628, "dep_las": 0.8045, "sents_f": 0.8298, "morph_acc": 0.9666,
+                "lemma_acc": 0.9698}
 # The same docs with their text in lower and in upper case (the recipe trains on some text in one case; the
 # pipeline shipped before that: tags 0.9073 / 0.9146, LAS 0.7663 / 0.7381, sentence F 0.6944 / 0.6942; the one
 # before the UD tokenizer: 0.9427 / 0.9352, 0.7878 / 0.7666, 0.7599 / 0.7456).
@@ -34,12 +35,14 @@ SHIPPED_RECASED = {False: {"tag_acc": 0.9433, "dep_las": 0.7949, "sents_f": 0.73
 
 
 def test_full_pipeline_parses_raw_text_as_when_shipped():
-    """load_default() is segmenter + tagger + parser + UPOS; on raw EWT test text it keeps its shipped scores."""
+    """load_default() is segmenter + tagger + parser + UPOS + features + lemmas; on raw EWT test text it keeps its
+    shipped scores."""
     from spacy.training import Example
     from spacy.training.converters import conllu_to_docs
 
     nlp = spacy_sparse.load_default()
-    assert nlp.pipe_names == ["sparse_tagger", "sparse_senter", "sparse_parser", "sparse_upos"]
+    assert nlp.pipe_names == ["sparse_tagger", "sparse_senter", "sparse_parser", "sparse_upos", "sparse_morphologizer",
+                              "sparse_lemmatizer"]
     text = (EWT / "en_ewt-ud-test.conllu").read_text(encoding="utf8")
     refs = list(conllu_to_docs(text, n_sents=10, no_print=True))[:60]
     docs = list(nlp.pipe(r.text for r in refs))
@@ -50,13 +53,16 @@ def test_full_pipeline_parses_raw_text_as_when_shipped():
         scores = nlp.evaluate([Example(nlp.make_doc(recased(r.text, upper)), r) for r in refs])
         for key, shipped in figures.items():
             assert scores[key] >= shipped - 0.0005, (upper, key, scores[key])
-    assert all(t.dep_ and t.tag_ and t.pos_ for d in docs for t in d)
+    assert all(t.dep_ and t.tag_ and t.pos_ and t.lemma_ and t.has_morph() for d in docs for t in d)
     # one nlp(text) per doc takes the one-doc paths of the batching code: the same annotations as the batch
     def annotations(doc):
-        return [(t.tag_, t.pos_, t.dep_, t.head.i, t.is_sent_start) for t in doc]
+        return [(t.tag_, t.pos_, t.dep_, t.head.i, t.is_sent_start, t.lemma_, str(t.morph)) for t in doc]
     assert [annotations(nlp(r.text)) for r in refs[:20]] == [annotations(d) for d in docs[:20]]
     size = sum(p.stat().st_size for p in spacy_sparse.DEFAULT_MODEL_PATH.rglob("*") if p.is_file())
-    assert size < 10_000_000
+    assert size < 12_000_000
+    doc = nlp("The quick brown fox jumped over the lazy dog.")
+    assert [c.text for c in doc.noun_chunks] == ["The quick brown fox", "the lazy dog"]
+    assert [t.lemma_ for t in doc][4] == "jump" and doc[4].morph.get("Tense") == ["Past"]
 
 
 def test_default_model_loads_and_keeps_its_accuracy(tmp_path):
@@ -89,9 +95,8 @@ def test_load_default_skips_only_a_tokenizer_the_config_rebuilds(kind):
     assert nlp.tokenizer.to_bytes(exclude=["vocab"]) == (path / "tokenizer").read_bytes()
     assert nlp.pipe_names == spacy.load(path).pipe_names
     if kind == "full":
-        assert spacy_sparse.load_default(kind, exclude=["sparse_parser"]).pipe_names == ["sparse_tagger",
-                                                                                          "sparse_senter",
-                                                                                          "sparse_upos"]
+        assert spacy_sparse.load_default(kind, exclude=["sparse_parser"]).pipe_names == [
+            "sparse_tagger", "sparse_senter", "sparse_upos", "sparse_morphologizer", "sparse_lemmatizer"]
 
 
 def test_demo_command_tags_the_sample(capsys):

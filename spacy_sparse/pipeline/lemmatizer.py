@@ -9,8 +9,8 @@ and its neighbours; a rule whose cut suffix the form does not end with is never 
 its form (lower-cased when the rule lower-cases). Rules seen fewer than `min_rule_count` times in the training
 data are not labels (they are mostly one-off irregular forms and typos).
 
-Writing lemmas looks each distinct (word, rule) pair of a batch up in a cache of the lemmas it made before,
-so the string work is done once per pair the component meets, not once per token.
+Writing lemmas looks each distinct (word, rule) pair of a batch up in a sorted array of the lemmas made
+before, so the string work is done once per pair the component meets, not once per token.
 """
 import threading
 from collections import Counter
@@ -31,6 +31,8 @@ from .tagger import SparseTagger
 # the cache of made lemmas is emptied when it holds this many (word, rule) pairs
 MAX_CACHED = 1_000_000
 DEFAULT_MIN_RULE_COUNT = 2
+NO_KEYS = np.zeros(0, dtype=np.uint64)
+KEY_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: (word, rule) -> one 64-bit cache key
 
 
 def edit_rule(form: str, lemma: str) -> str:
@@ -92,7 +94,7 @@ class SparseLemmatizer(SparseTagger):
                  min_rule_count: int = DEFAULT_MIN_RULE_COUNT, overwrite: bool = False, **kwargs: Any):
         self._check_task_cfg({"annotate": annotate, "min_rule_count": min_rule_count, "overwrite": overwrite})
         self._rules: List[Tuple[bool, str, str]] = []
-        self._made: Dict[Tuple[int, int], int] = {}
+        self._made: Tuple[np.ndarray, np.ndarray] = (NO_KEYS, NO_KEYS)  # sorted (word, rule) keys, lemma hashes
         self._made_lock = threading.Lock()
         super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_rule_count=min_rule_count,
                                            overwrite=overwrite, **kwargs)
@@ -113,7 +115,7 @@ class SparseLemmatizer(SparseTagger):
         rules = [parse_rule(label) for label in labels]  # a label that is not a rule is refused here
         with self._made_lock:
             self._rules = rules
-            self._made = {}
+            self._made = (NO_KEYS, NO_KEYS)
         return np.array([get_string_id(label) for label in labels], dtype=np.uint64)
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
@@ -135,32 +137,39 @@ class SparseLemmatizer(SparseTagger):
 
     # ---- inference -----------------------------------------------------------
     def _lemma_values(self, doc: Doc, orth: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The lemma hash per token of `doc` for the predicted label indices, made once per (word, rule)."""
-        pairs = orth.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + labels.astype(np.uint64)
-        keys, inverse = np.unique(pairs, return_inverse=True)
-        first = np.zeros(len(keys), dtype=np.int64)
-        first[inverse[::-1]] = np.arange(len(pairs) - 1, -1, -1)
-        out = np.empty(len(keys), dtype=np.uint64)
-        strings = doc.vocab.strings
+        """The lemma hash per token of `doc` for the predicted label indices. Lemmas made before are found by a
+        binary search over a sorted cache keyed by a 64-bit mix of (word, rule); only pairs not met before are
+        made in Python."""
+        pairs = orth.astype(np.uint64) * KEY_MUL + labels.astype(np.uint64)
+        keys, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
         own_vocab = doc.vocab is self.vocab
         with self._made_lock:
-            made, rules = self._made, self._rules
-            if len(made) > MAX_CACHED:
-                made.clear()
-            for j, i in enumerate(first.tolist()):
-                key = (int(orth[i]), int(labels[i]))
-                value = made.get(key) if own_vocab else None
-                if value is None:
-                    form = strings[key[0]]
-                    rule = rules[key[1]]
+            made_keys, made_values = self._made
+            at = np.searchsorted(made_keys, keys).clip(0, max(0, len(made_keys) - 1))
+            hit = (made_keys[at] == keys) if len(made_keys) and own_vocab else np.zeros(len(keys), dtype=bool)
+            out = np.where(hit, made_values[at] if len(made_keys) else 0, 0).astype(np.uint64)
+            missed = np.flatnonzero(~hit)
+            if len(missed):
+                strings, rules = doc.vocab.strings, self._rules
+                for j, i in zip(missed.tolist(), first[missed].tolist()):
+                    form, rule = strings[int(orth[i])], rules[int(labels[i])]
                     lemma = apply_rule(form, rule)
                     if lemma is None:  # backoff: the form, lower-cased where the rule lower-cases
                         lemma = form.lower() if rule[0] else form
-                    value = strings.add(lemma)
-                    if own_vocab:
-                        made[key] = value
-                out[j] = value
+                    out[j] = strings.add(lemma)
+                if own_vocab:
+                    self._made = self._remember(made_keys, made_values, keys[missed], out[missed])
         return out[inverse]
+
+    @staticmethod
+    def _remember(keys: np.ndarray, values: np.ndarray, new_keys: np.ndarray,
+                  new_values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The cache with new pairs merged in (emptied first once it holds MAX_CACHED)."""
+        if len(keys) > MAX_CACHED:
+            keys, values = NO_KEYS, NO_KEYS
+        keys, values = np.concatenate([keys, new_keys]), np.concatenate([values, new_values])
+        order = np.argsort(keys, kind="stable")
+        return keys[order], values[order]
 
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
