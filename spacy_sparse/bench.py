@@ -30,7 +30,7 @@ from .pipeline.views import Views
 from .readers import PARAGRAPHS_KEY, bare_copy, in_lines, recased
 
 # The score each task is judged by, first match wins.
-ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f")
+ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f", "morph_acc", "lemma_acc")
 TEXT_MODES = ("raw", "lines", "gold", "lower", "upper")
 
 
@@ -302,7 +302,7 @@ def lines_sentence_f(docs: Sequence[Doc], references: Sequence[Doc]) -> float:
 
 
 # what a row reports for the whole pipeline, where the pipeline has it
-SCORE_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_uas", "dep_las", "sents_f")
+SCORE_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_uas", "dep_las", "sents_f", "morph_acc", "lemma_acc")
 
 
 def pipeline_scores(nlp: Language, docs: List[Doc], references: List[Doc]) -> Dict[str, float]:
@@ -369,8 +369,8 @@ def run_bench(
         if not found:
             raise ValueError(f"{model} has no sparse component named {component!r}")
     # the last sparse component is the one the pipeline is for (the parser
-    # of a tagger + parser pipeline); the others run at their own margin
-    name, pipe = found[-1]
+    # of a tagger + parser pipeline), lemmas and features that follow it aside; the others run at their own margin
+    name, pipe = ([(n, p) for n, p in found if p.writes not in ("lemma", "morph")] or found)[-1]
     references = read_references(nlp, data)
     docs = input_docs(nlp, references, text, sents, tags)
     n_words = sum(len(d) for d in docs)

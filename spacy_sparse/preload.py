@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from .model import SparseLinearModel
 
 # the factories whose components keep their weights in a `model` file (sparse_upos has none)
-WEIGHTED_FACTORIES = frozenset({"sparse_tagger", "sparse_senter", "sparse_parser", "sparse_ner"})
+WEIGHTED_FACTORIES = frozenset({"sparse_tagger", "sparse_senter", "sparse_parser", "sparse_ner", "sparse_morphologizer",
+                                "sparse_lemmatizer"})
 
 # seconds; measured on the shipped pipeline (2 cores): 5 ms (CPython's default) decoded in 0.72 s what 0.2 ms did
 # in 0.45 s (CHANGELOG.md)

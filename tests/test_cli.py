@@ -92,11 +92,12 @@ def test_report_cli_json(trained_dir):
 
 
 def test_report_takes_the_shipped_names():
-    """`report default` as `bench default` does: the embedded pipeline's three sparse components."""
+    """`report default` as `bench default` does: the embedded pipeline's five sparse components."""
     import spacy_sparse
 
     report = json.loads(run("spacy_sparse", "report", "default", "--json"))
-    assert sorted(report) == ["sparse_parser", "sparse_senter", "sparse_tagger"]
+    assert sorted(report) == ["sparse_lemmatizer", "sparse_morphologizer", "sparse_parser", "sparse_senter",
+                              "sparse_tagger"]
     shipped = spacy_sparse.DEFAULT_MODEL_PATH / "sparse_parser" / "model"
     assert report["sparse_parser"]["bytes"] == shipped.stat().st_size
 
@@ -204,7 +205,8 @@ def test_bench_rows_label_fresh_docs_and_include_the_pipeline_as_it_loads(corpus
     assert [(r["margin"], r["margin_decay"]) for r in rows] == [(None, 1.0), (10.0, 1.0), (own, 1.0)]
     assert (result["own_margin"], result["own_margin_decay"]) == (own, 1.0)
     # the other components ran at their own margins in every row, and the JSON says so
-    assert result["other_margins"] == {n: nlp.get_pipe(n).margin for n in ("sparse_tagger", "sparse_senter")}
+    assert result["other_margins"] == {n: nlp.get_pipe(n).margin for n in ("sparse_tagger", "sparse_senter",
+                                                                            "sparse_morphologizer", "sparse_lemmatizer")}
     assert len({r["scores"]["tag_acc"] for r in rows}) == 1  # the tagger runs before the parser
     assert len({r["scores"]["sents_f"] for r in rows}) == 1  # so does the segmenter
     assert rows[1]["scores"]["dep_las"] < rows[0]["scores"]["dep_las"]

@@ -34,12 +34,14 @@ def test_load_default_takes_its_weights_decoded_ahead_and_labels_as_a_plain_load
     refs = read_conllu_slice(need(EWT / "en_ewt-ud-dev.conllu"), 40)
     interval = sys.getswitchinterval()
     nlp = spacy_sparse.load_default()
-    assert sorted(taken) == [("sparse_parser", True), ("sparse_senter", True), ("sparse_tagger", True)]
+    assert sorted(taken) == [("sparse_lemmatizer", True), ("sparse_morphologizer", True), ("sparse_parser", True),
+                             ("sparse_senter", True), ("sparse_tagger", True)]
     assert not preload._pending and sys.getswitchinterval() == interval
     assert not [t for t in threading.enumerate() if t.name.startswith(preload.THREAD_NAME)]
     taken.clear()
     plain = spacy.load(default_path("full"))
-    assert sorted(taken) == [("sparse_parser", False), ("sparse_senter", False), ("sparse_tagger", False)]
+    assert sorted(taken) == [("sparse_lemmatizer", False), ("sparse_morphologizer", False), ("sparse_parser", False),
+                             ("sparse_senter", False), ("sparse_tagger", False)]
     texts = [r.text for r in refs]
     for a, b in zip(nlp.pipe(texts), plain.pipe(texts)):
         assert [(t.tag_, t.pos_, t.head.i, t.dep_, t.is_sent_start) for t in a] == \
@@ -52,7 +54,7 @@ def test_excluded_components_are_not_decoded(monkeypatch):
     monkeypatch.setattr(preload, "_decode", lambda path: decoded.append(path.parent.name) or real(path))
     nlp = spacy_sparse.load_default(exclude=["sparse_parser"])
     assert "sparse_parser" not in nlp.pipe_names
-    assert sorted(decoded) == ["sparse_senter", "sparse_tagger"]
+    assert sorted(decoded) == ["sparse_lemmatizer", "sparse_morphologizer", "sparse_senter", "sparse_tagger"]
 
 
 def test_a_file_changed_after_it_was_read_is_read_again(tmp_path, taken):

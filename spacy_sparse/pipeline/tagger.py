@@ -37,7 +37,7 @@ class SparseTagger(SequencePipe):
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         annotate = cfg.get("annotate", "tag")
-        if not isinstance(annotate, str) or annotate not in ANNOTATE:
+        if not isinstance(annotate, str) or annotate not in ("tag", "pos"):
             raise ValueError(f"annotate must be 'tag' or 'pos', got {annotate!r}")
 
     @property
