@@ -413,7 +413,7 @@ def _pct(scores: Dict[str, Any], key: str) -> str:
     return f"{100 * scores[key]:.2f}" if scores.get(key) is not None else "–"
 
 
-# A margin picked on EWT dev for a model whose configs keep margin none (CHANGELOG.md): README shows it as a row
+# A margin picked on EWT dev for a model whose configs keep margin none (docs/decisions/measurement-log.md): README shows it as a row
 # of its own, from the same runs.
 PICKED_MARGINS = {"tagger_raw": 10.0}
 

@@ -92,7 +92,7 @@ class ClusterTable:
         """The index of each key (folded hashes) in the table, -1 where it
         has none: one search for all. The keys are searched as uint32, the
         table's own type: numpy 2 casts the whole table to the wider type of
-        the keys first (0.2 ms a search on the shipped table; CHANGELOG.md)."""
+        the keys first (0.2 ms a search on the shipped table; docs/decisions/measurement-log.md)."""
         keys = np.asarray(keys)
         out = np.full(keys.shape, -1, dtype=np.int64)
         if not self.keys.size or not keys.size:

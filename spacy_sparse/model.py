@@ -37,7 +37,7 @@ from .templates import Template, compile_templates, parse_templates
 # parser slice's float64 temporaries (144 columns) stay under 10 MB each
 _SLICE = 1 << 13
 # packed(): rows with at least this many nonzero weights are read as dense rows, the fullest first, in at
-# most HOT_BYTES (chosen on EWT dev, parser alone: CHANGELOG.md)
+# most HOT_BYTES (chosen on EWT dev, parser alone: docs/decisions/measurement-log.md)
 HOT_NONZEROS = 24
 HOT_BYTES = 16 << 20
 # Training fills its feature tables up to this load (prediction's own tables, made at load or at an
@@ -424,7 +424,7 @@ class SparseLinearModel:
         rows take a quarter of the memory (the shipped tagger's 92 MB of
         float rows: 23 MB). Every coded model reads codes, small ones too,
         so a pipeline of them compiles one version of the kernels, not a
-        float and a coded one (CHANGELOG.md). Cached."""
+        float and a coded one (docs/decisions/measurement-log.md). Cached."""
         if self.W is not None:  # training: its float rows are the weights
             return None
         codes = self._dense_codes

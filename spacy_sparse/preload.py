@@ -31,7 +31,7 @@ WEIGHTED_FACTORIES = frozenset({"sparse_tagger", "sparse_senter", "sparse_parser
                                 "sparse_lemmatizer"})
 
 # seconds; measured on the shipped pipeline (2 cores): 5 ms (CPython's default) decoded in 0.72 s what 0.2 ms did
-# in 0.45 s (CHANGELOG.md)
+# in 0.45 s (docs/decisions/measurement-log.md)
 SWITCH_INTERVAL = 0.0002
 
 THREAD_NAME = "spacy-sparse-decode"

@@ -313,7 +313,7 @@ TAGGER_WORDNET_TEMPLATES: Tuple[str, ...] = (
 # eleven then missed each of the last two by at most 0.014. configs/tagger.cfg trained without the thirteen:
 # EWT dev 94.20 / 94.19 -> 94.17 / 94.16 (seeds 0 / 1), Wall Street Journal text 92.42 / 92.44 -> 92.46 /
 # 92.52, 1.6x the words/s at margin none; EWT test, measured after the choice, 94.95 / 94.93 -> 94.80 / 94.77
-# (CHANGELOG.md).
+# (docs/decisions/measurement-log.md).
 TAGGER_LEAN_DROPS: Tuple[str, ...] = (
     "tag@-1+lower@0",
     "lower@0+lower@1",
@@ -361,7 +361,7 @@ def tagger_templates_v1(space: bool = False, clusters: bool = False, casefreq: b
 # An entity template set of 46 (Strubell et al. used 46 for NER): word forms
 # and shapes in windows of +-2, affixes, capitalization patterns up to 3-grams
 # of shapes, earlier moves, and `hist`, the entity type last predicted for the
-# same word earlier in the doc. (`amb` classes overfit on CoNLL: CHANGELOG.md.)
+# same word earlier in the doc. (`amb` classes overfit on CoNLL: docs/decisions/measurement-log.md.)
 NER_TEMPLATES: Tuple[str, ...] = (
     "lower@0",
     "tag@-1",
@@ -523,7 +523,7 @@ def senter_templates_v1(tags: bool = False, space: bool = False, clusters: bool 
     """The default sentence-boundary template set; `tags` adds templates
     over the tags of a tagger that runs before the segmenter (the three
     strongest early, the rest after the word templates). On EWT dev they
-    add about 1.5 points of sentence F (CHANGELOG.md). `space` adds
+    add about 1.5 points of sentence F (docs/decisions/measurement-log.md). `space` adds
     templates over the whitespace between tokens, `clusters` over word
     clusters, at the end."""
     base = list(SENTER_TEMPLATES)
@@ -597,7 +597,7 @@ def apply_order(templates: Sequence[str], order: Sequence[str]) -> List[str]:
 # A parsing set of 100 templates: the 72 of Zhang & Nivre (2011) moved to
 # the arc-hybrid system (their S0h, the head of the stack top, which
 # arc-hybrid never has, becomes S1, the other candidate head of S0; S0h2
-# becomes S2), then additions measured on EWT dev (CHANGELOG.md): `amb` ambiguity
+# becomes S2), then additions measured on EWT dev (docs/decisions/measurement-log.md): `amb` ambiguity
 # classes, which soften the tagger's errors, suffixes and shapes of S0/B0,
 # more B1-B3 lookahead and S1 dependents. Words are lowercase forms, "tag"
 # the tags of an earlier tagger. Cheap default order: the tag context of S1,

@@ -47,7 +47,7 @@ SPECIAL: Dict[str, List[str]] = {
 }
 # Marks the treebank cuts off wherever they touch a word and spaCy keeps: each class below is cut that way in
 # EWT train more often than kept (chosen there; with the forms above and `its`, of its 204,577 tokens those
-# without a one-to-one token of ours fell from 1,793 to 1,104, EWT dev's from 326 to 189; CHANGELOG.md).
+# without a one-to-one token of ours fell from 1,793 to 1,104, EWT dev's from 326 to 189; docs/decisions/measurement-log.md).
 EXTRA_INFIXES = (
     r"(?<=[^\s(])\((?=[^\s)])",            # `account(s)`, `file(TM)`, `SCHEDULE(draft)`
     r"(?<=[^\s(])\)(?=[^\s)])",            # `draft).doc`, `pdf)(See`, `2)S`

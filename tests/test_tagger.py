@@ -405,7 +405,7 @@ def test_word_dropout_trains_deterministically_and_does_not_cost_unseen_words(ew
         return right / total
 
     # 82.0 against 81.9 % on this slice since the one-word templates come first in training (81.5 against 80.5
-    # before); on all of EWT train the gain is 79.99 -> 81.86 % of dev's unseen words (CHANGELOG.md)
+    # before); on all of EWT train the gain is 79.99 -> 81.86 % of dev's unseen words (docs/decisions/measurement-log.md)
     assert unseen_accuracy(dropping) >= unseen_accuracy(plain)
 
 

@@ -386,7 +386,7 @@ def aot_features(host: str) -> str:
     turned off. Compiled with them, the sequence kernel ran at 0.7x the
     speed of the jit's code on EWT dev at a margin, and at about the jit's
     speed without them; the parser kernel runs faster with them
-    (CHANGELOG.md)."""
+    (docs/decisions/measurement-log.md)."""
     return ",".join("-" + f[1:] if f[1:].startswith("avx512") else f for f in host.split(",") if f)
 
 

@@ -5,7 +5,7 @@ reference counting (NRT). A jitted function that is handed arrays counts a
 reference to each on entry and releases it on exit, with locked (atomic)
 instructions, and the hot loops call their helpers per token, per decision
 and per feature: without those counts the parser kernel runs 5-15 % faster
-on EWT dev, with the same parses (CHANGELOG.md). A leaf must allocate
+on EWT dev, with the same parses (docs/decisions/measurement-log.md). A leaf must allocate
 nothing and return no array or view: a view returned without a counted
 reference would not keep its parent alive (a test checks the return types).
 Kernels that allocate (the entry kernels, training) stay plain njit and may

@@ -432,7 +432,7 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
     is checked once per block of `stride` templates (LOOKAHEAD), the
     prefixes whose margin test prediction runs (score_block): training one
     per template cost 1.6x the training time for 0.15 less dev LAS
-    (CHANGELOG.md). Returns the number of costly choices."""
+    (docs/decisions/measurement-log.md). Returns the number of costly choices."""
     seeds, atom_off, atom_src, atom_pos = templates
     n = lex_rows.shape[0]
     n_tpl = seeds.shape[0]

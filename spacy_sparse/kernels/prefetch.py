@@ -6,7 +6,7 @@ A probe's loop branches on the key it loads, so probes one after the other
 barely overlap their misses; asking for every home slot of a block first,
 and for every dense row once the probes found them, lets them overlap;
 a tagger asks for the next token's summed vectors while it labels one
-(CHANGELOG.md). A prefetch is a hint: it changes no result.
+(docs/decisions/measurement-log.md). A prefetch is a hint: it changes no result.
 """
 from llvmlite import ir
 from numba import types

@@ -524,7 +524,7 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     ahead[t - t0] itself (a tagger's rows cached per word type). The margin
     test runs after every template for dense rows, after the block for
     packed ones (the parser's: testing after every template stopped it too
-    early: CHANGELOG.md). A task computes the keys of a block just before
+    early: docs/decisions/measurement-log.md). A task computes the keys of a block just before
     scoring it (the parser one block ahead), so templates after the stop
     cost little.
     """

@@ -192,7 +192,7 @@ def add_sum(scores, sums, w, k):
 
 # With sums, the vectors of the token this many places on are asked for while a token is labelled: with a
 # margin most tokens stop on their sums, whose five vectors (one per offset, each of another word type) are
-# then the trips to memory a token waits on (CHANGELOG.md).
+# then the trips to memory a token waits on (docs/decisions/measurement-log.md).
 AHEAD = 1
 
 
@@ -217,7 +217,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     a margin the sums come first and the stop rule is tested on them before
     any other template: a word's own form, affixes and shape, and its
     neighbours', read in a few vector adds, settle most tokens, which the
-    learned order reaches only after several row lookups (CHANGELOG.md).
+    learned order reaches only after several row lookups (docs/decisions/measurement-log.md).
     A token whose offsets are all inside the segment starts its blocks
     after the one-word templates that lead the order (a model trained with sums has
     them all first: SequencePipe._arrange_templates) instead of passing them

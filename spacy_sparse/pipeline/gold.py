@@ -5,7 +5,7 @@ Why: `Language.update` gives each component copies of the batch's examples,
 so what an `Example` caches (its alignment) lasts for one component's update
 of one batch: the tagger, the segmenter and the parser each aligned every
 doc again, and the parser made it projective again, in every epoch (about
-9 % of `spacy train configs/tagger_parser.cfg`, CHANGELOG.md). A component's
+9 % of `spacy train configs/tagger_parser.cfg`, docs/decisions/measurement-log.md). A component's
 gold values depend only on the reference doc and the predicted doc's words,
 so they are kept by those: the reference weakly (the entry goes with its
 corpus), under a digest of the predicted words and of the reference's

@@ -147,7 +147,7 @@ class SequencePipe(SparsePipe):
         its order: a prediction with a margin reads them as sums before any
         other template and tests the margin there, so training's prefixes
         are then the ones the margin test sees (EWT dev, configs/tagger.cfg:
-        CHANGELOG.md)."""
+        docs/decisions/measurement-log.md)."""
         if not self.summed_words:
             return templates
         one_word = word_columns(*compile_templates(parse_templates(templates))) >= 0

@@ -4,7 +4,7 @@ In UD English the coarse tag is nearly a function of the fine tag, the dependenc
 the word: VBZ is AUX as `cop` or `aux` and VERB elsewhere, IN is SCONJ as `mark` and ADP as `case`, RB is PART
 for `not`. Counted on EWT train, the most frequent UPOS of each (tag, label, lowercase word) seen 3 times or
 more, else of each (tag, label), else of the tag, gives EWT dev's gold UPOS from its gold tags and labels 99.6 %
-of the time (CHANGELOG.md). So `sparse_upos` learns those three tables by counting at `initialize` (no weights,
+of the time (docs/decisions/measurement-log.md). So `sparse_upos` learns those three tables by counting at `initialize` (no weights,
 no training steps) and looks every token up in them in one kernel call per batch (kernels/upos.py). spaCy's
 `attribute_ruler` could hold the same rules as patterns, but it checked 152 of them at about 95k tokens/s, slower
 than the pipeline it would end.
