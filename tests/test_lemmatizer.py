@@ -148,3 +148,29 @@ def test_nominal_arguments_of_gold_ewt_parses_head_chunks(ewt_refs):
                 total += 1
                 found += t.i in ends
     assert total > 1500 and found / total > 0.97
+
+
+def test_known_pairs_are_fixed_and_checked_on_load(lemma_morph, tmp_path):
+    """Frequent (word, tag) pairs with one label in training are labelled without scoring; a pair the table
+    does not hold is scored; a broken table in a saved cfg is refused."""
+    import srsly
+
+    from spacy_sparse.pipeline.batching import DocBatch, DocColumns
+
+    nlp, morph, lemma = lemma_morph
+    docs = [Doc(nlp.vocab, words=["the", "Zorblaxes", "and", "was"], tags=["DT", "NNS", "CC", "VBD"])]
+    fixed = {}
+    for pipe in (morph, lemma):
+        assert len(pipe.cfg["known"]["keys"]) > 500
+        batch = DocBatch(docs, pipe.lexicon, pipe.by_sents, DocColumns(docs, pipe._reads(pipe.sparse)))
+        fixed[pipe.name] = pipe._fixed(docs, batch)
+        assert fixed[pipe.name][0] >= 0 and fixed[pipe.name][1] == -1 and fixed[pipe.name][2] >= 0
+    assert lemma.labels[fixed[lemma.name][3]] == "K3|wasbe"
+    assert fixed[morph.name][3] == -1  # "was" is first or third person: its subject decides
+    nlp.to_disk(tmp_path / "lm")
+    cfg_path = tmp_path / "lm" / "sparse_lemmatizer" / "cfg"
+    cfg = srsly.read_json(cfg_path)
+    cfg["known"]["labels"] = cfg["known"]["labels"][:-1]
+    srsly.write_json(cfg_path, cfg)
+    with pytest.raises(ValueError, match="known"):
+        spacy.load(tmp_path / "lm")

@@ -26,6 +26,7 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from ..checks import check_number
+from .known_words import KnownWords
 from .tagger import SparseTagger
 
 # the cache of made lemmas is emptied when it holds this many (word, rule) pairs
@@ -84,7 +85,7 @@ def make_lemmatizer_scorer() -> Callable:
     return lemma_score
 
 
-class SparseLemmatizer(SparseTagger):
+class SparseLemmatizer(KnownWords, SparseTagger):
     """Assigns token.lemma_ by predicting an edit rule per token (see the module docstring); put it after a
     tagger, whose tags its templates read."""
 
@@ -101,11 +102,8 @@ class SparseLemmatizer(SparseTagger):
         self._label_values = np.zeros(0, dtype=np.uint64)
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
-        if cfg.get("annotate", "lemma") != "lemma":
-            raise ValueError(f"a lemmatizer annotates 'lemma', got {cfg.get('annotate')!r}")
+        super()._check_task_cfg(cfg)
         check_number(cfg.get("min_rule_count", DEFAULT_MIN_RULE_COUNT), "min_rule_count", whole=True, low=1)
-        if not isinstance(cfg.get("overwrite", False), bool):
-            raise ValueError(f"overwrite must be true or false, got {cfg.get('overwrite')!r}")
 
     @property
     def overwrite(self) -> bool:
@@ -122,11 +120,11 @@ class SparseLemmatizer(SparseTagger):
         counts = Counter(rule for _, rule in self._word_labels(examples))
         return sorted(rule for rule, n in counts.items() if n >= self.cfg["min_rule_count"])
 
-    def _word_labels(self, examples: Iterable[Example]):
+    def _word_tag_labels(self, examples: Iterable[Example]):
         for eg in examples:
             for token in eg.reference:
                 if token.lemma_ and not token.is_space:
-                    yield token.text, edit_rule(token.text, token.lemma_)
+                    yield token.text, token.tag_, edit_rule(token.text, token.lemma_)
 
     def _gold_values(self, eg: Example) -> np.ndarray:
         """The hash of the rule that turns each predicted token into its reference lemma (0 where no lemma

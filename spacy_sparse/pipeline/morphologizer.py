@@ -14,6 +14,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
+from .known_words import KnownWords
 from .tagger import SparseTagger
 
 EMPTY = "_"  # the label of a token without features (UD's and spaCy's empty FEATS)
@@ -40,7 +41,7 @@ def make_morphologizer_scorer() -> Callable:
     return morph_score
 
 
-class SparseMorphologizer(SparseTagger):
+class SparseMorphologizer(KnownWords, SparseTagger):
     """Assigns token.morph greedily from left to right; put it after a tagger, whose tags its templates read."""
 
     writes = "morph"
@@ -50,12 +51,6 @@ class SparseMorphologizer(SparseTagger):
         self._check_task_cfg({"annotate": annotate, "overwrite": overwrite})
         super(SparseTagger, self).__init__(vocab, name, annotate=annotate, overwrite=overwrite, **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
-
-    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
-        if cfg.get("annotate", "morph") != "morph":
-            raise ValueError(f"a morphologizer annotates 'morph', got {cfg.get('annotate')!r}")
-        if not isinstance(cfg.get("overwrite", True), bool):
-            raise ValueError(f"overwrite must be true or false, got {cfg.get('overwrite')!r}")
 
     @property
     def overwrite(self) -> bool:
@@ -68,11 +63,11 @@ class SparseMorphologizer(SparseTagger):
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
         return sorted({label for _, label in self._word_labels(examples)})
 
-    def _word_labels(self, examples: Iterable[Example]):
+    def _word_tag_labels(self, examples: Iterable[Example]):
         for eg in examples:
             for token in eg.reference:
                 if token.has_morph() and not token.is_space:
-                    yield token.text, str(token.morph) or EMPTY
+                    yield token.text, token.tag_, str(token.morph) or EMPTY
 
     def _string_value(self, label: Optional[str]) -> int:
         if label is None:

@@ -1,0 +1,114 @@
+"""Labels fixed in advance for the (word, tag) pairs the training data labels one way only.
+
+Most running words of English are frequent words whose lemma and features follow from the word and its tag
+("the"/DT, "was"/VBD). The lemmatizer and the morphologizer count, at `initialize`, each (word, tag) pair of
+the training data; a pair seen at least `MIN_KNOWN` times that always took one label is *known*, and a token
+that comes with a known pair gets that label without being scored (the sequence kernel's `fixed` labels), so
+the kernels score only the words the table cannot settle. The table is two sorted arrays, kept in the
+component's cfg so that it travels with `to_disk`, `to_bytes` and pickling.
+"""
+from collections import Counter, defaultdict
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+from spacy.attrs import ORTH, TAG
+from spacy.strings import get_string_id
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from .batching import DocBatch
+
+MIN_KNOWN = 5  # training tokens a (word, tag) pair needs before its label is fixed
+MAX_KNOWN = 1_000_000  # a loaded table holds no more pairs than this
+PAIR_MUL = np.uint64(0xD6E8FEB86659FD93)  # odd: (word, tag) -> one 64-bit key
+NO_FIXED = np.zeros(0, dtype=np.int32)
+
+
+def pair_keys(orth: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    """One uint64 key per (ORTH, TAG) hash pair (wrapping arithmetic)."""
+    return orth.astype(np.uint64) * PAIR_MUL + tag.astype(np.uint64)
+
+
+def check_known(known: Any) -> None:
+    """ValueError unless `known` is a table as KnownWords saves it (or None)."""
+    if known is None:
+        return
+    if not isinstance(known, dict) or set(known) != {"keys", "labels"}:
+        raise ValueError("known must hold 'keys' and 'labels'")
+    keys, labels = known["keys"], known["labels"]
+    if not isinstance(keys, list) or not isinstance(labels, list) or len(keys) != len(labels) \
+            or len(keys) > MAX_KNOWN:
+        raise ValueError("known's keys and labels must be lists of one length")
+    if not all(isinstance(k, int) and 0 <= k < 2 ** 64 for k in keys) \
+            or not all(isinstance(y, int) and y >= 0 for y in labels):
+        raise ValueError("known's keys must be 64-bit unsigned integers and its labels label indices")
+
+
+class KnownWords:
+    """Mixin for a sequence labeller whose labels mostly follow from (word, tag): see the module docstring.
+    The class supplies `_word_tag_labels`."""
+
+    cfg: Dict[str, Any]
+    labels: Tuple[str, ...]
+    writes: str
+    _known_cache: Optional[Tuple[Any, np.ndarray, np.ndarray, int]] = None
+
+    def _word_tag_labels(self, examples: Iterable[Example]) -> Iterable[Tuple[str, str, str]]:
+        raise NotImplementedError
+
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        """The settings both word labellers have: what they annotate, `overwrite` and the known table."""
+        if cfg.get("annotate", self.writes) != self.writes:
+            raise ValueError(f"{type(self).__name__} annotates {self.writes!r}, got {cfg.get('annotate')!r}")
+        if not isinstance(cfg.get("overwrite", False), bool):
+            raise ValueError(f"overwrite must be true or false, got {cfg.get('overwrite')!r}")
+        check_known(cfg.get("known"))
+
+    def initialize(self, get_examples, **kwargs: Any) -> None:
+        """The component's initialize, then the table of known pairs from the same examples."""
+        super().initialize(get_examples, **kwargs)  # type: ignore[misc]
+        self._count_known(get_examples())
+
+    def _word_labels(self, examples: Iterable[Example]) -> Iterable[Tuple[str, str]]:
+        return ((word, label) for word, _, label in self._word_tag_labels(examples))
+
+    def _count_known(self, examples: Iterable[Example]) -> None:
+        counts: Dict[Tuple[str, str], Counter] = defaultdict(Counter)
+        for word, tag, label in self._word_tag_labels(examples):
+            if tag:
+                counts[(word, tag)][label] += 1
+        index = {label: i for i, label in enumerate(self.labels)}
+        pairs = [(word, tag, index[next(iter(c))]) for (word, tag), c in counts.items()
+                 if len(c) == 1 and sum(c.values()) >= MIN_KNOWN and next(iter(c)) in index]
+        orth = np.array([get_string_id(w) for w, _, _ in pairs], dtype=np.uint64)
+        tags = np.array([get_string_id(t) for _, t, _ in pairs], dtype=np.uint64)
+        keys = pair_keys(orth, tags)
+        order = np.argsort(keys, kind="stable")
+        labels = np.array([y for _, _, y in pairs], dtype=np.int64)
+        self.cfg["known"] = {"keys": keys[order].tolist(), "labels": labels[order].tolist()}
+
+    def _known_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The table as sorted keys and label indices (pairs whose label the model lacks left out)."""
+        known = self.cfg.get("known")
+        cached = self._known_cache
+        if cached is not None and cached[0] is known and cached[3] == len(self.labels):
+            return cached[1], cached[2]
+        keys = np.array(known["keys"] if known else [], dtype=np.uint64)
+        labels = np.array(known["labels"] if known else [], dtype=np.int32)
+        ok = labels < len(self.labels)
+        keys, labels = keys[ok], labels[ok]
+        order = np.argsort(keys, kind="stable")
+        self._known_cache = (known, keys[order], labels[order], len(self.labels))
+        return self._known_cache[1], self._known_cache[2]
+
+    def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
+        keys, labels = self._known_arrays()
+        columns = batch.columns
+        if not len(keys) or not batch.n_tokens or TAG not in columns.attrs:
+            return NO_FIXED
+        wanted = pair_keys(columns[ORTH], columns[TAG])
+        at = np.searchsorted(keys, wanted).clip(0, len(keys) - 1)
+        hit = keys[at] == wanted
+        if not hit.any():
+            return NO_FIXED
+        return np.where(hit, labels[at], -1).astype(np.int32)
