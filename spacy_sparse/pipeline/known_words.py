@@ -64,9 +64,12 @@ class KnownWords:
             raise ValueError(f"overwrite must be true or false, got {cfg.get('overwrite')!r}")
         check_known(cfg.get("known"))
 
-    def initialize(self, get_examples, **kwargs: Any) -> None:
-        """The component's initialize, then the table of known pairs from the same examples."""
-        super().initialize(get_examples, **kwargs)  # type: ignore[misc]
+    def initialize(self, get_examples, *, nlp=None, labels: Optional[List[str]] = None, order: Any = None,
+                   clusters: Any = None) -> None:
+        """The component's initialize (SparsePipe.initialize; spaCy checks its settings against this signature),
+        then the table of known pairs from the same examples."""
+        super().initialize(get_examples, nlp=nlp, labels=labels, order=order,  # type: ignore[misc]
+                           clusters=clusters)
         self._count_known(get_examples())
 
     def _word_labels(self, examples: Iterable[Example]) -> Iterable[Tuple[str, str]]:

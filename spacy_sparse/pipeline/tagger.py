@@ -112,10 +112,11 @@ class SparseTagger(SequencePipe):
         """Write the labels; a component whose cfg says overwrite = false leaves a value set before."""
         docs = list(docs)
         attr = ANNOTATE[self.annotate]
-        kept = None if self.cfg.get("overwrite", True) else [doc.to_array(attr) for doc in docs]
+        kept = None if self.cfg.get("overwrite", True) else \
+            [doc.to_array(attr) if doc.has_annotation(self.annotate.upper()) else None for doc in docs]
         super().set_annotations(docs, predictions)
         for doc, before in zip(docs, kept or ()):
-            if len(doc) and before.any():
+            if before is not None:
                 doc.from_array([attr], np.where(before != 0, before, doc.to_array(attr)).reshape(-1, 1))
 
     # ---- training --------------------------------------------------------------
