@@ -25,17 +25,6 @@ LEMMA_TEMPLATES: Tuple[str, ...] = (
     "ptag@0+ptag@1",
 )
 
-# Whether a word keeps its case in its lemma follows its tag where the tag is right; where the tagger mistakes a
-# name for a common noun or back, the word's usual case in a large corpus (`casefreq`, from the cluster table)
-# and the capitals around it still tell.
-LEMMA_CASE_TEMPLATES: Tuple[str, ...] = (
-    "casefreq@0",
-    "casefreq@0+ptag@0",
-    "casefreq@0+is_title@0",
-    "is_title@-1+is_title@0+is_title@1",
-    "ptag@0+is_title@0+is_punct@-1",
-)
-
 MORPH_TEMPLATES: Tuple[str, ...] = (
     "ptag@0+lower@0",
     "ptag@0",
@@ -61,10 +50,9 @@ MORPH_TEMPLATES: Tuple[str, ...] = (
 
 
 @registry.misc("spacy_sparse.lemma_templates.v1")
-def lemma_templates_v1(case: bool = False) -> List[str]:
-    """The lemmatizer's default template set, in its default order; `case` adds templates over the word's
-    usual case and the capitals around it (the component then needs a cluster table with casefreq codes)."""
-    return list(LEMMA_TEMPLATES) + (list(LEMMA_CASE_TEMPLATES) if case else [])
+def lemma_templates_v1() -> List[str]:
+    """The lemmatizer's default template set, in its default order."""
+    return list(LEMMA_TEMPLATES)
 
 
 @registry.misc("spacy_sparse.morph_templates.v1")

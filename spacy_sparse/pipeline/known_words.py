@@ -77,7 +77,15 @@ class KnownWords:
 
     def _count_known(self, examples: Iterable[Example]) -> None:
         counts: Dict[Tuple[str, str], Counter] = defaultdict(Counter)
-        for word, tag, label in self._word_tag_labels(examples):
+        seen = set()  # a reader's two views of one doc (tokens = "both") count it once
+
+        def once() -> Iterable[Example]:
+            for eg in examples:
+                if id(eg.reference) not in seen:
+                    seen.add(id(eg.reference))
+                    yield eg
+
+        for word, tag, label in self._word_tag_labels(once()):
             if tag:
                 counts[(word, tag)][label] += 1
         index = {label: i for i, label in enumerate(self.labels)}
