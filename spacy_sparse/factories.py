@@ -4,7 +4,7 @@ spaCy imports every installed plugin's factories whenever it makes a pipeline (`
 this module stays light: each factory imports its component, and with it the model and numba's kernels, when
 a component is made. A spaCy process that never uses a sparse component does not pay for them.
 """
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from spacy.language import Language
 
@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from .pipeline.lemmatizer import SparseLemmatizer
     from .pipeline.morphologizer import SparseMorphologizer
     from .pipeline.upos import SparseUpos
+
+
+def _settings(given: Dict[str, Any]) -> Dict[str, Any]:
+    """A factory's arguments as its component's settings. spaCy checks a config against the factory's
+    signature, so each factory names its settings; the component takes them all as they are."""
+    return {key: value for key, value in given.items() if key not in ("nlp", "name")}
 
 
 DEFAULT_TAGGER_CONFIG = {
@@ -82,14 +88,10 @@ def make_sparse_tagger(
         release the GIL); results are the same for any number.
     scorer (Optional[Callable]): the scoring method.
     """
+    settings = _settings(locals())
     from .pipeline.tagger import SparseTagger
 
-    return SparseTagger(
-        nlp.vocab, name, templates=templates, annotate=annotate, margin=margin, margin_decay=margin_decay,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
-        scorer=scorer,
-    )
+    return SparseTagger(nlp.vocab, name, **settings)
 
 
 DEFAULT_NER_CONFIG = {
@@ -127,12 +129,10 @@ def make_sparse_ner(
     `sparse_tagger` (see its factory, `word_dropout` included); `incorrect_spans_key`, as in spaCy's
     NER, names a span group of the reference docs whose spans are known not
     to be entities of their label."""
+    settings = _settings(locals())
     from .pipeline.ner import SparseNER
 
-    return SparseNER(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
-                     train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                     min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
-                     scorer=scorer, incorrect_spans_key=incorrect_spans_key)
+    return SparseNER(nlp.vocab, name, **settings)
 
 
 DEFAULT_SENTER_CONFIG = {
@@ -170,12 +170,10 @@ def make_sparse_senter(
     for `sparse_tagger` (see its factory, `word_dropout` included); `start_bias` is added to the score
     of a sentence start when predicting (above 0: more starts, recall for
     precision; the shipped segmenter's was picked on EWT dev)."""
+    settings = _settings(locals())
     from .pipeline.senter import SparseSenter
 
-    return SparseSenter(nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
-                        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-                        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout,
-                        n_threads=n_threads, scorer=scorer, start_bias=start_bias)
+    return SparseSenter(nlp.vocab, name, **settings)
 
 
 DEFAULT_PARSER_CONFIG = {
@@ -243,14 +241,10 @@ def make_sparse_parser(
         parse around a tagger's errors; 0 reads the tags as they are.
     scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
     """
+    settings = _settings(locals())
     from .pipeline.parser import SparseParser
 
-    return SparseParser(
-        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay, train_margin=train_margin,
-        mode=mode, learner=learner, learn_rate=learn_rate, min_updates=min_updates, min_count=min_count,
-        word_dropout=word_dropout, n_threads=n_threads, explore=explore, explore_after=explore_after,
-        min_lifted=min_lifted, whole_docs=whole_docs, stray=stray, tag_noise=tag_noise, scorer=scorer,
-    )
+    return SparseParser(nlp.vocab, name, **settings)
 
 
 @Language.factory(
@@ -312,14 +306,10 @@ def make_sparse_lemmatizer(
     min_rule_count (int): an edit rule is a label only if the training data has it this often.
     overwrite (bool): replace lemmas the docs already have (false: keep them, as spaCy's lemmatizers do).
     """
+    settings = _settings(locals())
     from .pipeline.lemmatizer import SparseLemmatizer
 
-    return SparseLemmatizer(
-        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
-        min_rule_count=min_rule_count, overwrite=overwrite, scorer=scorer,
-    )
+    return SparseLemmatizer(nlp.vocab, name, **settings)
 
 
 DEFAULT_MORPHOLOGIZER_CONFIG = {
@@ -360,11 +350,7 @@ def make_sparse_morphologizer(
 
     overwrite (bool): replace features the docs already have (spaCy's morphologizer: true).
     """
+    settings = _settings(locals())
     from .pipeline.morphologizer import SparseMorphologizer
 
-    return SparseMorphologizer(
-        nlp.vocab, name, templates=templates, margin=margin, margin_decay=margin_decay,
-        train_margin=train_margin, mode=mode, learner=learner, learn_rate=learn_rate,
-        min_updates=min_updates, min_count=min_count, word_dropout=word_dropout, n_threads=n_threads,
-        overwrite=overwrite, scorer=scorer,
-    )
+    return SparseMorphologizer(nlp.vocab, name, **settings)
