@@ -68,6 +68,10 @@ def test_every_word_gets_a_lemma_and_a_rule_that_fits(lemma_morph):
     rules = [lemma.labels.index(r) for r in ("K3|iesy", "K3|iesy", "L3|iesy")]
     lemma.set_annotations([doc], (np.array(rules, dtype=np.int32), np.array([0, 3])))
     assert [t.lemma_ for t in doc] == ["Dog", "pony", "pony"]  # "Dog" does not end with "ies": kept
+    other = spacy.blank("en").vocab  # docs of another vocab can read the lemmas written on them
+    docs = [Doc(other, words=["Ponies", "ran"], tags=["NNS", "VBD"]), Doc(nlp.vocab, words=["dogs"], tags=["NNS"])]
+    done = [[t.lemma_ for t in d] for d in lemma.pipe(docs)]
+    assert done[0][0].lower().startswith("poni") and done[0][1] == "run" and done[1] == ["dog"]
 
 
 def test_whitespace_presets_and_overwrite(lemma_morph):

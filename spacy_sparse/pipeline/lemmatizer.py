@@ -134,13 +134,14 @@ class SparseLemmatizer(KnownWords, SparseTagger):
                          for t, lemma in zip(eg.predicted, lemmas)], dtype=np.uint64)
 
     # ---- inference -----------------------------------------------------------
-    def _lemma_values(self, doc: Doc, orth: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The lemma hash per token of `doc` for the predicted label indices. Lemmas made before are found by a
-        binary search over a sorted cache keyed by a 64-bit mix of (word, rule); only pairs not met before are
-        made in Python."""
+    def _lemma_values(self, vocab: Vocab, orth: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The lemma hash per token (words `orth` of docs of `vocab`) for the predicted label indices. Lemmas
+        made before are found by a binary search over a sorted cache keyed by a 64-bit mix of (word, rule); only
+        pairs not met before are made in Python (the cache serves the component's own vocab: another vocab
+        must be given each lemma string)."""
         pairs = orth.astype(np.uint64) * KEY_MUL + labels.astype(np.uint64)
         keys, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
-        own_vocab = doc.vocab is self.vocab
+        own_vocab = vocab is self.vocab
         with self._made_lock:
             made_keys, made_values = self._made
             at = np.searchsorted(made_keys, keys).clip(0, max(0, len(made_keys) - 1))
@@ -148,7 +149,7 @@ class SparseLemmatizer(KnownWords, SparseTagger):
             out = np.where(hit, made_values[at] if len(made_keys) else 0, 0).astype(np.uint64)
             missed = np.flatnonzero(~hit)
             if len(missed):
-                strings, rules = doc.vocab.strings, self._rules
+                strings, rules = vocab.strings, self._rules
                 for j, i in zip(missed.tolist(), first[missed].tolist()):
                     form, rule = strings[int(orth[i])], rules[int(labels[i])]
                     lemma = apply_rule(form, rule)
@@ -171,8 +172,17 @@ class SparseLemmatizer(KnownWords, SparseTagger):
 
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
+        words = [doc for doc in docs if len(doc)]
+        if not words:
+            return
+        vocab = words[0].vocab
+        if any(doc.vocab is not vocab for doc in words):  # one batch, one vocab: else doc by doc
+            for i, doc in enumerate(docs):
+                if len(doc):
+                    self._set_annotations([doc], (pred[doc_off[i]:doc_off[i + 1]], np.array([0, len(doc)])))
+            return
+        orth = np.concatenate([doc.to_array(ORTH) for doc in words]) if len(words) > 1 else words[0].to_array(ORTH)
+        lemmas = self._lemma_values(vocab, orth, pred[: len(orth)]).reshape(-1, 1)
         for i, doc in enumerate(docs):
-            start, end = doc_off[i], doc_off[i + 1]
-            if end > start:
-                lemmas = self._lemma_values(doc, doc.to_array(ORTH), pred[start:end])
-                doc.from_array([LEMMA], lemmas.reshape(-1, 1))
+            if doc_off[i + 1] > doc_off[i]:
+                doc.from_array([LEMMA], lemmas[doc_off[i]:doc_off[i + 1]])
