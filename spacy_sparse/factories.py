@@ -268,7 +268,7 @@ def make_sparse_upos(nlp: Language, name: str, min_word_count: int) -> "SparseUp
 DEFAULT_LEMMATIZER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.lemma_templates.v1"},
     **COMMON_DEFAULTS,
-    "min_rule_count": 2,
+    "min_label_count": 5,
     "overwrite": False,
     "scorer": {"@scorers": "spacy_sparse.lemmatizer_scorer.v1"},
 }
@@ -295,7 +295,7 @@ def make_sparse_lemmatizer(
     min_count: int,
     word_dropout: float,
     n_threads: int,
-    min_rule_count: int,
+    min_label_count: int,
     overwrite: bool,
     scorer: Optional[Callable],
 ) -> "SparseLemmatizer":
@@ -303,7 +303,7 @@ def make_sparse_lemmatizer(
     affixes and the tag an earlier tagger set (pipeline/lemmatizer.py). The settings they share mean what
     they mean for `sparse_tagger`.
 
-    min_rule_count (int): an edit rule is a label only if the training data has it this often.
+    min_label_count (int): an edit rule is a label only if the training data has it this often.
     overwrite (bool): replace lemmas the docs already have (false: keep them, as spaCy's lemmatizers do).
     """
     settings = _settings(locals())
@@ -315,6 +315,7 @@ def make_sparse_lemmatizer(
 DEFAULT_MORPHOLOGIZER_CONFIG = {
     "templates": {"@misc": "spacy_sparse.morph_templates.v1"},
     **COMMON_DEFAULTS,
+    "min_label_count": 5,
     "overwrite": True,
     "scorer": {"@scorers": "spacy_sparse.morphologizer_scorer.v1"},
 }
@@ -341,6 +342,7 @@ def make_sparse_morphologizer(
     min_count: int,
     word_dropout: float,
     n_threads: int,
+    min_label_count: int,
     overwrite: bool,
     scorer: Optional[Callable],
 ) -> "SparseMorphologizer":
@@ -348,6 +350,7 @@ def make_sparse_morphologizer(
     an earlier tagger set (pipeline/morphologizer.py). The settings they share mean what they mean for
     `sparse_tagger`.
 
+    min_label_count (int): a set of features is a label only if the training data has it this often.
     overwrite (bool): replace features the docs already have (spaCy's morphologizer: true).
     """
     settings = _settings(locals())

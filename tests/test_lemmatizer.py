@@ -65,13 +65,13 @@ def test_every_word_gets_a_lemma_and_a_rule_that_fits(lemma_morph):
     assert all(token.lemma_ for token in doc)
     assert doc[0].lemma_.lower().startswith("zorblax") and doc[3].lemma_.lower().startswith("école")
     doc = Doc(nlp.vocab, words=["Dog", "ponies", "Ponies"])
-    rules = [lemma.labels.index(r) for r in ("K3|iesy", "K3|iesy", "L3|iesy")]
+    rules = [lemma.labels.index(r) for r in ("K3|iesy", "K3|iesy", "K3|iesy")]
     lemma.set_annotations([doc], (np.array(rules, dtype=np.int32), np.array([0, 3])))
-    assert [t.lemma_ for t in doc] == ["Dog", "pony", "pony"]  # "Dog" does not end with "ies": kept
+    assert [t.lemma_ for t in doc] == ["Dog", "pony", "Pony"]  # "Dog" does not end with "ies": kept
     other = spacy.blank("en").vocab  # docs of another vocab can read the lemmas written on them
-    docs = [Doc(other, words=["Ponies", "ran"], tags=["NNS", "VBD"]), Doc(nlp.vocab, words=["dogs"], tags=["NNS"])]
+    docs = [Doc(other, words=["Ponies", "was"], tags=["NNS", "VBD"]), Doc(nlp.vocab, words=["dogs"], tags=["NNS"])]
     done = [[t.lemma_ for t in d] for d in lemma.pipe(docs)]
-    assert done[0][0].lower().startswith("poni") and done[0][1] == "run" and done[1] == ["dog"]
+    assert done[0][0].lower().startswith("poni") and done[0][1] == "be" and done[1] == ["dog"]
 
 
 def test_whitespace_presets_and_overwrite(lemma_morph):
@@ -91,8 +91,8 @@ def test_whitespace_presets_and_overwrite(lemma_morph):
     assert str(nlp(preset)[0].morph) == "Number=Plur"  # the morphologizer overwrites, as spaCy's does
     with pytest.raises(ValueError, match="overwrite"):
         spacy.blank("en").add_pipe("sparse_lemmatizer", config={"overwrite": "yes"})
-    with pytest.raises(ValueError, match="min_rule_count"):
-        spacy.blank("en").add_pipe("sparse_lemmatizer", config={"min_rule_count": 0})
+    with pytest.raises(ValueError, match="min_label_count"):
+        spacy.blank("en").add_pipe("sparse_lemmatizer", config={"min_label_count": 0})
 
 
 def test_round_trip_and_pickle_give_the_same_labels(ewt_refs, lemma_morph, tmp_path):

@@ -16,8 +16,10 @@ from spacy.strings import get_string_id
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from ..checks import check_number
 from .batching import DocBatch
 
+DEFAULT_MIN_LABEL_COUNT = 5  # training tokens a label needs (rarer edit rules and feature sets are not labels)
 MIN_KNOWN = 5  # training tokens a (word, tag) pair needs before its label is fixed
 MAX_KNOWN = 1_000_000  # a loaded table holds no more pairs than this
 PAIR_MUL = np.uint64(0xD6E8FEB86659FD93)  # odd: (word, tag) -> one 64-bit key
@@ -27,6 +29,15 @@ NO_FIXED = np.zeros(0, dtype=np.int32)
 def pair_keys(orth: np.ndarray, tag: np.ndarray) -> np.ndarray:
     """One uint64 key per (ORTH, TAG) hash pair (wrapping arithmetic)."""
     return orth.astype(np.uint64) * PAIR_MUL + tag.astype(np.uint64)
+
+
+def once(examples: Iterable[Example]) -> Iterable[Example]:
+    """The examples, each reference doc once (a reader may yield two views of a doc: tokens = "both")."""
+    seen = set()
+    for eg in examples:
+        if id(eg.reference) not in seen:
+            seen.add(id(eg.reference))
+            yield eg
 
 
 def check_known(known: Any) -> None:
@@ -63,6 +74,7 @@ class KnownWords:
         if not isinstance(cfg.get("overwrite", False), bool):
             raise ValueError(f"overwrite must be true or false, got {cfg.get('overwrite')!r}")
         check_known(cfg.get("known"))
+        check_number(cfg.get("min_label_count", DEFAULT_MIN_LABEL_COUNT), "min_label_count", whole=True, low=1)
 
     def initialize(self, get_examples, *, nlp=None, labels: Optional[List[str]] = None, order: Any = None,
                    clusters: Any = None) -> None:
@@ -75,17 +87,14 @@ class KnownWords:
     def _word_labels(self, examples: Iterable[Example]) -> Iterable[Tuple[str, str]]:
         return ((word, label) for word, _, label in self._word_tag_labels(examples))
 
+    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
+        """The labels the training data has at least min_label_count times (each doc counted once)."""
+        counts = Counter(label for _, _, label in self._word_tag_labels(once(examples)))
+        return sorted(label for label, n in counts.items() if n >= self.cfg["min_label_count"])
+
     def _count_known(self, examples: Iterable[Example]) -> None:
         counts: Dict[Tuple[str, str], Counter] = defaultdict(Counter)
-        seen = set()  # a reader's two views of one doc (tokens = "both") count it once
-
-        def once() -> Iterable[Example]:
-            for eg in examples:
-                if id(eg.reference) not in seen:
-                    seen.add(id(eg.reference))
-                    yield eg
-
-        for word, tag, label in self._word_tag_labels(once()):
+        for word, tag, label in self._word_tag_labels(once(examples)):
             if tag:
                 counts[(word, tag)][label] += 1
         index = {label: i for i, label in enumerate(self.labels)}

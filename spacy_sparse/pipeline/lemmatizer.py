@@ -6,14 +6,13 @@ cut a suffix, add one. "studies" -> "study" is `K3|iesy` (keep case, cut the 3 c
 without ambiguity whatever characters the suffixes hold. The component predicts a rule per token with the
 tagger's engine, over templates that read the word, its affixes, its tag (set by an earlier tagger: `ptag`)
 and its neighbours; a rule whose cut suffix the form does not end with is never applied: the token then keeps
-its form (lower-cased when the rule lower-cases). Rules seen fewer than `min_rule_count` times in the training
+its form (lower-cased when the rule lower-cases). Rules seen fewer than `min_label_count` times in the training
 data are not labels (they are mostly one-off irregular forms and typos).
 
 Writing lemmas looks each distinct (word, rule) pair of a batch up in a sorted array of the lemmas made
 before, so the string work is done once per pair the component meets, not once per token.
 """
 import threading
-from collections import Counter
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,13 +24,11 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from ..checks import check_number
-from .known_words import KnownWords
+from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
 from .tagger import SparseTagger
 
 # the cache of made lemmas is emptied when it holds this many (word, rule) pairs
 MAX_CACHED = 1_000_000
-DEFAULT_MIN_RULE_COUNT = 2
 NO_KEYS = np.zeros(0, dtype=np.uint64)
 KEY_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: (word, rule) -> one 64-bit cache key
 
@@ -92,18 +89,14 @@ class SparseLemmatizer(KnownWords, SparseTagger):
     writes = "lemma"
 
     def __init__(self, vocab: Vocab, name: str = "sparse_lemmatizer", *, annotate: str = "lemma",
-                 min_rule_count: int = DEFAULT_MIN_RULE_COUNT, overwrite: bool = False, **kwargs: Any):
-        self._check_task_cfg({"annotate": annotate, "min_rule_count": min_rule_count, "overwrite": overwrite})
+                 min_label_count: int = DEFAULT_MIN_LABEL_COUNT, overwrite: bool = False, **kwargs: Any):
+        self._check_task_cfg({"annotate": annotate, "min_label_count": min_label_count, "overwrite": overwrite})
         self._rules: List[Tuple[bool, str, str]] = []
         self._made: Tuple[np.ndarray, np.ndarray] = (NO_KEYS, NO_KEYS)  # sorted (word, rule) keys, lemma hashes
         self._made_lock = threading.Lock()
-        super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_rule_count=min_rule_count,
+        super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_label_count=min_label_count,
                                            overwrite=overwrite, **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
-
-    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
-        super()._check_task_cfg(cfg)
-        check_number(cfg.get("min_rule_count", DEFAULT_MIN_RULE_COUNT), "min_rule_count", whole=True, low=1)
 
     @property
     def overwrite(self) -> bool:
@@ -115,10 +108,6 @@ class SparseLemmatizer(KnownWords, SparseTagger):
             self._rules = rules
             self._made = (NO_KEYS, NO_KEYS)
         return np.array([get_string_id(label) for label in labels], dtype=np.uint64)
-
-    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
-        counts = Counter(rule for _, rule in self._word_labels(examples))
-        return sorted(rule for rule, n in counts.items() if n >= self.cfg["min_rule_count"])
 
     def _word_tag_labels(self, examples: Iterable[Example]):
         for eg in examples:

@@ -6,7 +6,7 @@ fine tag and the word, and the rest (the person and number of a finite verb) fro
 the default templates read the tag an earlier tagger set (`ptag`) around the token, the word, its suffixes
 and the words to its left.
 """
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence
 
 import numpy as np
 from spacy.scorer import Scorer
@@ -14,7 +14,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from .known_words import KnownWords
+from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
 from .tagger import SparseTagger
 
 EMPTY = "_"  # the label of a token without features (UD's and spaCy's empty FEATS)
@@ -47,9 +47,10 @@ class SparseMorphologizer(KnownWords, SparseTagger):
     writes = "morph"
 
     def __init__(self, vocab: Vocab, name: str = "sparse_morphologizer", *, annotate: str = "morph",
-                 overwrite: bool = True, **kwargs: Any):
-        self._check_task_cfg({"annotate": annotate, "overwrite": overwrite})
-        super(SparseTagger, self).__init__(vocab, name, annotate=annotate, overwrite=overwrite, **kwargs)
+                 min_label_count: int = DEFAULT_MIN_LABEL_COUNT, overwrite: bool = True, **kwargs: Any):
+        self._check_task_cfg({"annotate": annotate, "min_label_count": min_label_count, "overwrite": overwrite})
+        super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_label_count=min_label_count,
+                                           overwrite=overwrite, **kwargs)
         self._label_values = np.zeros(0, dtype=np.uint64)
 
     @property
@@ -59,9 +60,6 @@ class SparseMorphologizer(KnownWords, SparseTagger):
     def _values_of(self, labels: Sequence[str]) -> np.ndarray:
         """The morph key of each label (the key spaCy's Doc.to_array(MORPH) gives)."""
         return np.array([self.vocab.morphology.add(label) for label in labels], dtype=np.uint64)
-
-    def _labels_from(self, examples: Iterable[Example]) -> List[str]:
-        return sorted({label for _, label in self._word_labels(examples)})
 
     def _word_tag_labels(self, examples: Iterable[Example]):
         for eg in examples:
