@@ -150,7 +150,7 @@ def provenance(found: Sequence[Dict[str, Any]]) -> str:
 
 
 SCORE_NAMES = {"tag_acc": "tag acc", "pos_acc": "POS acc", "ents_f": "ents F", "dep_uas": "UAS", "dep_las": "LAS",
-               "sents_f": "sents F"}
+               "sents_f": "sents F", "morph_acc": "features", "lemma_acc": "lemmas"}
 
 
 def score_keys(result: Dict[str, Any]) -> List[str]:
@@ -418,6 +418,17 @@ def _pct(scores: Dict[str, Any], key: str) -> str:
 PICKED_MARGINS = {"tagger_raw": 10.0}
 
 
+def _lemmas_features(scores: Dict[str, Any], gold_scores: Dict[str, Any]) -> str:
+    """"lemmas / features (the same with gold tokens)" where the pipeline sets them, else "–"."""
+    keys = ("lemma_acc", "morph_acc")
+    if not any(k in scores for k in keys):
+        return "–"
+    text = " / ".join(_pct(scores, k) for k in keys)
+    if any(k in gold_scores for k in keys):
+        text += " (" + " / ".join(_pct(gold_scores, k) for k in keys) + ")"
+    return text
+
+
 def _row_index(result: Dict[str, Any], margin: Optional[float]) -> Optional[int]:
     """The row of the pipeline as it loads (margin None), or of `margin` at decay 1."""
     for i, r in enumerate(result["rows"]):
@@ -463,9 +474,10 @@ def headline() -> Optional[str]:
                 gr = gold[0]["rows"][g]
                 gold_scores = dict(gr.get("scores") or {}, **{gr["metric"]: gr["accuracy"]})
             gold_text = " / ".join(_pct(gold_scores, k) for k in ("tag_acc", "dep_las") if k in gold_scores) or "–"
+            words = _lemmas_features(scores, gold_scores)
             ratio = span([r["rows"][i]["ratio_vs_compare"] for r in found], "{:.1f}", "×") if "compare" in first else "–"
             rows.append(f"| {label} | {_pct(scores, 'tag_acc')} | {_pct(scores, 'dep_las')} | "
-                        f"{_pct(scores, 'sents_f')} | {gold_text} | "
+                        f"{_pct(scores, 'sents_f')} | {gold_text} | {words} | "
                         f"{span([r['rows'][i]['words_per_second'] for r in found])} | {ratio} | "
                         f"{mb(first.get('pipeline_bytes'))} |")
         if "compare" in first and first["compare"]["model"] not in cnns:
@@ -486,12 +498,13 @@ def headline() -> Optional[str]:
         machines.setdefault(f"{machine.get('cores', '?')}-core {machine.get('cpu', '?')}", []).append(name)
     if not rows:
         return None
-    table = ["| EWT test, raw text | tag acc | LAS | sentence F | tag / LAS, gold tokens + sentences | words/s | "
-             "vs spaCy CNN | on disk |", "|---|---|---|---|---|---|---|---|", *rows]
+    table = ["| EWT test, raw text | tag acc | LAS | sentence F | tag / LAS, gold tokens + sentences | "
+             "lemmas / features (gold tokens + sentences) | words/s | vs spaCy CNN | on disk |",
+             "|---|---|---|---|---|---|---|---|---|", *rows]
     for model, c in cnns.items():
         scores = dict(c.get("scores") or {})
         table.append(f"| spaCy CNN (`{model}`) | {_pct(scores, 'tag_acc')} | {_pct(scores, 'dep_las')} | "
-                     f"{_pct(scores, 'sents_f')} | – | {c['words']} | 1× | {mb(c.get('pipeline_bytes'))} |")
+                     f"{_pct(scores, 'sents_f')} | – | – | {c['words']} | 1× | {mb(c.get('pipeline_bytes'))} |")
     m = meta.get("machine", {})
     where = f"{m.get('cores', '?')}-core {m.get('cpu', '?')}" if len(machines) == 1 else \
         "Measured on more than one machine (" + "; ".join(f"{cpu}: {', '.join(names)}" for cpu, names in
