@@ -7,16 +7,19 @@ Bad input lines are reported with their line number and skipped, or stop
 the run, per `on_error`; either way what was written stays written.
 """
 import json
-import sys
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
-from .jsonl import json_bytes, json_line
+from .conllu import doc_conllu, given_conllu, sentence_doc
+from .jsonl import json_bytes
+from .records import FORMATS, ON_ERROR, DirectoryReader, RecordReader, Where, split_long
 
-FORMATS = ("text", "jsonl")
+__all__ = ["FORMATS", "ON_ERROR", "DirectoryReader", "RecordReader", "Where", "split_long", "annotate",
+           "annotate_file", "ConlluWriter", "DocBinWriter", "JsonlWriter", "stop_on_signal"]
+
 
 # A stop signal (stop_on_signal) that comes while annotate writes a doc and
 # counts it waits until both are done, so the count it reports is what was
@@ -55,93 +58,14 @@ def _counted(write: Callable[[], None], stats: Dict[str, int], docs: int, words:
     if _held_signal is not None:
         signum, _held_signal = _held_signal, None
         stop_on_signal(signum)
-ON_ERROR = ("skip", "fail")
-
-
-class RecordReader:
-    """Iterate (text, line number) over a binary stream of one doc per line:
-    plain text, or JSON objects with a "text" string.
-
-    Empty lines are skipped silently; invalid UTF-8, invalid JSON, a
-    missing "text" or text that is not valid Unicode (a lone surrogate from
-    a JSON escape) is reported and skipped (on_error="skip"), or ends the
-    input there (on_error="fail"): the docs before it are still annotated
-    and written, and `error` says what stopped it. A text longer than
-    `max_length` characters is not dropped: it is split at sentence ends (or
-    else spaces) into pieces of at most `max_length`, each a doc with the
-    same line number, which together hold the whole text.
-    """
-
-    def __init__(self, stream: IO[bytes], fmt: str, on_error: str = "skip",
-                 report: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-                 max_length: Optional[int] = None):
-        if fmt not in FORMATS:
-            raise ValueError(f"input format must be one of {FORMATS}, got {fmt!r}")
-        if on_error not in ON_ERROR:
-            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-        self.stream, self.fmt, self.on_error, self.report = stream, fmt, on_error, report
-        self.max_length = max_length
-        self.error: Optional[str] = None
-        self.skipped = 0
-
-    def __iter__(self) -> Iterator[Tuple[str, int]]:
-        for number, raw in enumerate(self.stream, start=1):
-            text, problem = self._parse(raw)
-            if problem is not None:
-                message = f"line {number}: {problem}"
-                if self.on_error == "fail":
-                    self.error = message
-                    return
-                self.skipped += 1
-                self.report(f"skipped {message}")
-            elif text is not None:
-                if self.max_length is not None and len(text) > self.max_length:
-                    for piece in split_long(text, self.max_length):
-                        yield piece, number
-                else:
-                    yield text, number
-
-    def _parse(self, raw: bytes) -> Tuple[Optional[str], Optional[str]]:
-        try:
-            line = raw.decode("utf8").rstrip("\r\n")
-        except UnicodeDecodeError as err:
-            return None, f"invalid UTF-8 ({err.reason} at byte {err.start})"
-        if not line.strip():
-            return None, None
-        if self.fmt == "text":
-            return line, None
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            return None, f"invalid JSON ({err.msg})"
-        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            return None, 'no "text" string'
-        text = record["text"]
-        try:
-            text.encode("utf8")
-        except UnicodeEncodeError as err:
-            return None, f"the text is not valid Unicode ({err.reason} at character {err.start})"
-        return text, None
-
-
-def split_long(text: str, limit: int) -> Iterator[str]:
-    """`text` in consecutive pieces of at most `limit` characters, cut after
-    the last sentence end (". ", "! ", "? ") in reach, else at the last
-    space, else at the limit. The pieces concatenate to `text`."""
-    limit = max(1, limit)
-    while len(text) > limit:
-        window = text[:limit]
-        cut = max(window.rfind(end) for end in (". ", "! ", "? "))
-        cut = cut + 1 if cut > 0 else window.rfind(" ")
-        if cut <= 0:
-            cut = limit
-        yield text[:cut]
-        text = text[cut:]
-    if text:
-        yield text
+def _line_of(where: Union[Where, int]) -> int:
+    return where if isinstance(where, int) else where.line
 
 
 class JsonlWriter:
+    """One JSON object per doc (jsonl.py), with its input line and, for a
+    directory's files, the file's name."""
+
     def __init__(self, stream: IO[str]):
         self.stream = stream
         # the byte stream under a text stream, when the text is encoded as
@@ -149,8 +73,16 @@ class JsonlWriter:
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
         self.buffer = getattr(stream, "buffer", None) if encoding == "utf8" else None
 
-    def write(self, doc: Doc, line: int) -> None:
-        self.stream.write(json_line(doc, line))
+    @staticmethod
+    def encode(doc: Doc, where: Union[Where, int]) -> bytes:
+        data = json_bytes(doc, _line_of(where))
+        name = None if isinstance(where, int) else where.name
+        if name is not None:
+            data = b'{"file": ' + json.dumps(name, ensure_ascii=False).encode("utf8") + b", " + data[1:]
+        return data
+
+    def write(self, doc: Doc, where: Union[Where, int]) -> None:
+        self.write_encoded(self.encode(doc, where))
 
     def write_encoded(self, data: bytes) -> None:
         """Lines a worker joined and encoded as UTF-8."""
@@ -164,6 +96,24 @@ class JsonlWriter:
         self.stream.flush()
 
 
+class ConlluWriter(JsonlWriter):
+    """CoNLL-U (conllu.py): a doc's sentences with `# newdoc`, `# newpar`,
+    `# sent_id` and `# text`; a sentence read from CoNLL-U keeps its
+    comments and multiword tokens."""
+
+    @staticmethod
+    def encode(doc: Doc, where: Union[Where, int]) -> bytes:
+        if isinstance(where, int):
+            where = Where(where, doc_id=f"doc-{where}")
+        if where.given is not None:
+            return given_conllu(doc, where.given).encode("utf8")
+        doc_id = where.doc_id or f"doc-{where.line}"
+        # a paragraph of a longer document: its sentences are numbered from its first line
+        prefix = doc_id if where.doc_id is None or where.doc_id.endswith(f"-{where.line}") else \
+            f"{doc_id}-l{where.line}"
+        return doc_conllu(doc, doc_id, newdoc=where.newdoc, sent_prefix=prefix).encode("utf8")
+
+
 class DocBinWriter:
     """Docs to OUTPUT/part-00000.spacy, part-00001.spacy, ... (`shard_size`
     docs each), which spaCy's corpus readers take as one corpus."""
@@ -173,9 +123,11 @@ class DocBinWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.shard_size = shard_size
         self.n_shards = 0
-        self.bin = DocBin(store_user_data=False)
+        self.bin = DocBin(store_user_data=True)
 
-    def write(self, doc: Doc, line: int) -> None:
+    def write(self, doc: Doc, where: Union[Where, int]) -> None:
+        # the input line goes with the doc, so docs still match lines after a skipped one
+        doc.user_data["line"] = _line_of(where)
         self.bin.add(doc)
         if len(self.bin) >= self.shard_size:
             self._flush()
@@ -184,7 +136,7 @@ class DocBinWriter:
         if len(self.bin):
             self.bin.to_disk(self.directory / f"part-{self.n_shards:05d}.spacy")
             self.n_shards += 1
-            self.bin = DocBin(store_user_data=False)
+            self.bin = DocBin(store_user_data=True)
 
     def close(self) -> None:
         self._flush()
@@ -208,16 +160,28 @@ def annotate(
     stats = {"docs": 0, "words": 0} if stats is None else stats
     stats.setdefault("docs", 0)
     stats.setdefault("words", 0)
-    if n_process > 1 and isinstance(writer, JsonlWriter):
+    if n_process > 1 and hasattr(writer, "encode"):
         return _annotate_in_processes(nlp, records, writer, batch_size, n_process, progress, stats)
     try:
-        for doc, line in nlp.pipe(records, as_tuples=True, batch_size=batch_size, n_process=n_process):
-            _counted(lambda: writer.write(doc, line), stats, 1, len(doc))
-            if progress is not None:
-                progress(len(doc))
+        if n_process > 1:  # DocBin output: spaCy's own worker processes, which send docs back
+            units: Iterable[Iterable] = [_inputs(nlp, records)]
+        else:  # units bounded in characters as well as docs, so memory is bounded by text, not docs
+            units = (_inputs(nlp, unit) for unit in work_units(records, batch_size, UNIT_CHARS))
+        for unit in units:
+            for doc, where in nlp.pipe(unit, as_tuples=True, batch_size=batch_size, n_process=n_process):
+                _counted(lambda: writer.write(doc, where), stats, 1, len(doc))
+                if progress is not None:
+                    progress(len(doc))
     finally:
         writer.close()
     return stats
+
+
+def _inputs(nlp: Language, records: Iterable[Tuple[Any, Any]]) -> Iterator[Tuple[Any, Any]]:
+    """Records as nlp.pipe takes them: a CoNLL-U sentence becomes a doc of
+    its words, with its one sentence given."""
+    for item, where in records:
+        yield (item if isinstance(item, str) else sentence_doc(nlp.vocab, item)), where
 
 
 _WORKER_NLP: Optional[Language] = None  # the pipeline a forked worker inherits
@@ -226,6 +190,10 @@ _WORKER_NLP: Optional[Language] = None  # the pipeline a forked worker inherits
 # can be few and huge (1,000 lines of a corpus of long docs: 8 units for 1M words),
 # and then one worker idles while the other finishes the last of them.
 UNIT_CHARS = 100_000
+
+
+def _chars(item: Any) -> int:
+    return len(item) if isinstance(item, str) else sum(len(w[1]) + 1 for w in item.words)
 
 
 def work_units(records: Iterable[Tuple[str, int]], max_docs: int,
@@ -237,7 +205,7 @@ def work_units(records: Iterable[Tuple[str, int]], max_docs: int,
     chars = 0
     for record in records:
         unit.append(record)
-        chars += len(record[0])
+        chars += _chars(record[0])
         if len(unit) >= max_docs or chars >= max_chars:
             yield unit
             unit, chars = [], 0
@@ -254,15 +222,14 @@ def _worker_start() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _worker_batch(batch: List[Tuple[str, int]]) -> Tuple[bytes, int, int]:
+def _worker_batch(batch: List[Tuple[Any, Any]], encode: Callable[[Doc, Any], bytes]) -> Tuple[bytes, int, int]:
     """Tokenize, annotate and serialize one batch in a worker: what crosses
-    back to the parent is its JSONL lines as one UTF-8 string of bytes (one
-    object to unpickle and write, nothing to decode or encode again), not
-    docs."""
+    back to the parent is the writer's bytes for the batch (one object to
+    unpickle and write, nothing to decode or encode again), not docs."""
     assert _WORKER_NLP is not None
     lines, words = [], 0
-    for doc, line in _WORKER_NLP.pipe(batch, as_tuples=True, batch_size=len(batch)):
-        lines.append(json_bytes(doc, line))
+    for doc, where in _WORKER_NLP.pipe(_inputs(_WORKER_NLP, batch), as_tuples=True, batch_size=len(batch)):
+        lines.append(encode(doc, where))
         words += len(doc)
     return b"".join(lines), len(lines), words
 
@@ -318,7 +285,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     pool = ProcessPoolExecutor(n_process, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start)
     try:
         for batch in work_units(records, batch_size, UNIT_CHARS):
-            pending.append(pool.submit(_worker_batch, batch))
+            pending.append(pool.submit(_worker_batch, batch, writer.encode))
             while len(pending) >= 2 * n_process:
                 emit(pending.popleft())
         while pending:

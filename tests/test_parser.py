@@ -40,10 +40,19 @@ def train_parser(tagger_nlp, refs, **config):
     return nlp, parser
 
 
+def saved_and_loaded(trained_pair):
+    """The pair with its parser saved and loaded again: what a user loads,
+    without the learner's dense training rows (gigabytes held for the
+    module's life otherwise)."""
+    nlp, parser = trained_pair
+    parser.from_bytes(parser.to_bytes())
+    return nlp, parser
+
+
 @pytest.fixture(scope="module")
 def trained_parser(trained, ewt_refs):
     """A sparse_parser trained on the 3,000 EWT sentences of the session."""
-    return train_parser(trained[0], ewt_refs["train"])
+    return saved_and_loaded(train_parser(trained[0], ewt_refs["train"]))
 
 
 def check_trees(docs):
@@ -117,8 +126,12 @@ def test_trees_are_well_formed_whatever_the_weights(trained_parser, trained, ewt
     _, parser = trained_parser
     model = parser.sparse
     saved = model._compact
-    rng = np.random.RandomState(seed)
-    model._compact = compress_rows([(rng.randn(int(model.n_rows[0]), model.n_labels) * 20).astype(np.float32)])
+    rng = np.random.default_rng(seed)
+    # large random weights on about 8 labels per feature (a table full of them would take gigabytes)
+    weights = np.zeros((int(model.n_rows[0]), model.n_labels), dtype=np.float32)
+    weights.flat[rng.integers(0, weights.size, size=8 * weights.shape[0])] = rng.standard_normal(8 * weights.shape[0]) * 20
+    model._compact = compress_rows([weights])
+    del weights
     model._packed = None
     try:
         for margin in (None, 3.0):
@@ -404,8 +417,8 @@ def test_float_rows_parse_as_dense_rows_do(trained_parser, trained, ewt_refs, mo
 @pytest.fixture(scope="module")
 def split_parser(trained, ewt_refs):
     """The trained_parser recipe with split actions (move, then label)."""
-    return train_parser(trained[0], ewt_refs["train"],
-                        templates={"@misc": "spacy_sparse.parser_templates.v1", "split": True})
+    return saved_and_loaded(train_parser(trained[0], ewt_refs["train"],
+                                         templates={"@misc": "spacy_sparse.parser_templates.v1", "split": True}))
 
 
 def test_split_actions_parse_as_well_with_narrower_rows(split_parser, trained_parser, trained, ewt_refs, tmp_path):

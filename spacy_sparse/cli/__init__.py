@@ -1,6 +1,7 @@
 """`python -m spacy_sparse COMMAND` (also the `spacy-sparse` script).
 
-One module per command group: `run` (demo, tag, tag-shards), `measure` (bench, report),
+One module per command group: `run` (demo, tag, tag-shards), `ud` (ud-text, evaluate-ud, bench-ud),
+`measure` (bench, report),
 `train` (order-templates, jackknife, prune, quantize, ship-default, config), `convert`
 (convert-ud, convert-conll). Reproductions of the papers' tables live in `benchmarks/`
 of the repository, not here.
@@ -13,13 +14,13 @@ from typing import List, Optional
 
 from wasabi import msg
 
-from . import convert, measure, run, train
+from . import convert, measure, run, train, ud
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spacy_sparse", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (run, measure, train, convert):
+    for group in (run, ud, measure, train, convert):
         group.register(sub)
     return parser
 

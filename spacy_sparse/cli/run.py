@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional
 from wasabi import msg
 
 from ..loading import config_path, load_pipeline
+from ..records import FORMATS
 from .convert import cmd_convert_ud
 from .measure import print_rows
 
@@ -93,33 +94,61 @@ def _stop_workers() -> None:
     os._exit(130)
 
 
+def _tag_settings_problem(args: argparse.Namespace) -> Optional[str]:
+    if args.batch_size < 1:
+        return f"--batch-size must be at least 1, got {args.batch_size}"
+    if args.n_process < 1:
+        return f"--n-process must be at least 1, got {args.n_process}"
+    if args.n_threads < 1:
+        return f"--n-threads must be at least 1, got {args.n_threads}"
+    if args.input != "-" and not Path(args.input).exists():
+        return f"No such input: {args.input}"
+    if args.input != "-" and args.output != "-" and Path(args.output).exists() and \
+            os.path.samefile(args.input, args.output):
+        return f"The output is the input ({args.output}): writing it would erase what is being read"
+    if args.input == "-" and args.output != "-" and Path(args.output).exists() and \
+            os.path.samestat(os.fstat(sys.stdin.fileno()), os.stat(args.output)):
+        return f"The output is the input ({args.output}, redirected to stdin): writing it would erase what is read"
+    return None
+
+
+def _open_writer(args: argparse.Namespace):
+    """The writer the output's name asks for, and the text stream it writes to (None for DocBin shards)."""
+    from ..stream import ConlluWriter, DocBinWriter, JsonlWriter
+
+    if args.output != "-" and (args.output.endswith(".spacy") or Path(args.output).is_dir()):
+        return DocBinWriter(Path(args.output), args.shard_size), None
+    fout = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf8")
+    conllu = args.output_format == "conllu" or (args.output_format is None and args.output.endswith(".conllu"))
+    return (ConlluWriter if conllu else JsonlWriter)(fout), fout
+
+
 def cmd_tag(args: argparse.Namespace) -> int:
     """Stream a corpus through a pipeline in bounded memory."""
     from tqdm import tqdm
 
-    from ..stream import DocBinWriter, JsonlWriter, RecordReader, annotate, stop_on_signal
+    from ..records import DirectoryReader, RecordReader, input_format
+    from ..stream import annotate, stop_on_signal
     from ..tokenizer import keeping
 
-    fmt = args.format or ("jsonl" if str(args.input).endswith((".jsonl", ".json")) else "text")
-    if args.input != "-" and args.output != "-" and Path(args.output).exists() and \
-            os.path.samefile(args.input, args.output):
-        print(f"The output is the input ({args.output}): writing it would erase what is being read",
-              file=sys.stderr)
+    problem = _tag_settings_problem(args)
+    if problem:
+        print(problem, file=sys.stderr)
         return 1
+    fmt = input_format(args.input, args.format)
     nlp = load_pipeline(args.model, args.n_threads)
     # spaCy's own tokenizer keeps few of the pieces it cuts; the same rules that keep more (tokenizer.py)
     nlp.tokenizer = keeping(nlp.tokenizer)
-    fin = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")
-    to_docbin = args.output != "-" and (args.output.endswith(".spacy") or Path(args.output).is_dir())
-    if to_docbin:
-        writer = DocBinWriter(Path(args.output), args.shard_size)
-    else:
-        fout = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf8")
-        writer = JsonlWriter(fout)
+    is_dir = args.input != "-" and Path(args.input).is_dir()
+    fin = None if is_dir else (sys.stdin.buffer if args.input == "-" else open(args.input, "rb"))
+    writer, fout = _open_writer(args)
+    to_docbin = fout is None
     bar = tqdm(unit=" words", unit_scale=True, file=sys.stderr, disable=True if args.quiet else None,
                mininterval=1.0)
-    reader = RecordReader(fin, fmt, args.on_error, report=bar.write if not bar.disable else
-                          (lambda m: print(m, file=sys.stderr)), max_length=nlp.max_length)
+    report = bar.write if not bar.disable else (lambda m: print(m, file=sys.stderr))
+    stem = "stdin" if args.input == "-" else Path(args.input).stem
+    reader = DirectoryReader(Path(args.input), args.on_error, report, nlp.max_length) if is_dir else \
+        RecordReader(fin, fmt, args.on_error, report=report, max_length=nlp.max_length, doc_id=stem)
     stats = {"docs": 0, "words": 0}
     interrupted: Optional[BaseException] = None
     failed: Optional[BaseException] = None
@@ -136,7 +165,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if fin is not sys.stdin.buffer:
+        if fin is not None and fin is not sys.stdin.buffer:
             fin.close()
         if not to_docbin and fout is not sys.stdout:
             fout.close()
@@ -158,7 +187,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
             _stop_workers()
         return 130
     if not args.quiet:
-        print(f"{stats['docs']:,} docs, {stats['words']:,} words, {reader.skipped} bad lines skipped", file=sys.stderr)
+        print(f"{stats['docs']:,} docs, {stats['words']:,} words, {reader.skipped} bad records skipped", file=sys.stderr)
     if reader.error:
         msg.fail(f"{args.input}, {reader.error} (--on-error fail); the {stats['docs']:,} docs before it were written")
         return 1
@@ -249,12 +278,17 @@ def register(sub) -> None:
                    "configs/tagger.cfg's 10) for a quicker look")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("tag", help="stream text or JSONL through a pipeline to JSONL or .spacy shards")
+    p = sub.add_parser("tag", help="stream a corpus through a pipeline to JSONL, CoNLL-U or .spacy shards")
     p.add_argument("model", help='a pipeline directory, or "default" / "default-tagger" for an embedded one')
-    p.add_argument("input", help="a file of one doc per line, or - for stdin")
-    p.add_argument("output", help="a .jsonl file, - for stdout, or a directory/NAME.spacy for DocBin shards")
-    p.add_argument("--format", choices=["text", "jsonl"], help='input format (default: by extension; JSONL takes {"text": ...})')
-    p.add_argument("--on-error", choices=["skip", "fail"], default="skip", help="a bad input line is skipped (and reported) or stops the run")
+    p.add_argument("input", help="a file, a directory of .txt files (one doc each), or - for stdin")
+    p.add_argument("output", help="a .jsonl or .conllu file, - for stdout, or a directory/NAME.spacy for DocBin shards")
+    p.add_argument("--format", choices=list(FORMATS) + ["text"],
+                   help="input: lines (one doc per line; also 'text'), paragraphs (docs apart by blank lines), "
+                        'whole (the file one doc), jsonl ({"text": ...} per line), conllu (tokens and sentences '
+                        "given). Default: by extension (.jsonl, .conllu; a directory: whole files; else lines)")
+    p.add_argument("--output-format", choices=["jsonl", "conllu"],
+                   help="for a file or stdout (default: conllu for a .conllu name, else jsonl)")
+    p.add_argument("--on-error", choices=["skip", "fail"], default="skip", help="a bad input record is skipped (and reported) or stops the run")
     p.add_argument("--n-threads", type=int, default=1, help="threads per process for the sparse components")
     p.add_argument("--n-process", type=int, default=1, help="processes (nlp.pipe n_process)")
     p.add_argument("--batch-size", type=int, default=1000)
