@@ -14,6 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import srsly
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pages_ud import ud_section  # noqa: E402 (benchmarks/ is not a package on the script's path)
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
@@ -324,6 +327,9 @@ def page() -> str:
             continue
         check_same_accuracy(found, stem)
         parts += [f"## {title}", "", about, "", bench_table(found), "", provenance(found), ""]
+    ud = runs("ud_ewt_test")
+    if ud:
+        parts += ud_section(ud, span, provenance)
     cold = runs("cold_start")
     if cold:
         parts += ["## Cold start", "",

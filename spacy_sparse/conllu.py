@@ -6,7 +6,7 @@ annotated again) and `evaluate-ud` (ud_eval.py). A sentence that breaks the
 format is reported as a `BadSentence` naming its line, and the reader goes
 on at the next blank line, so one broken sentence never costs the others.
 """
-from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from spacy.tokens import Doc, Span, Token
 
@@ -241,6 +241,7 @@ def sentence_lines(sent: Span, last_in_doc: int, given: Optional[Sentence] = Non
     else:
         runs, range_misc = multiword_tokens(words), {}
     in_run = {k: (a, b) for a, b in runs for k in range(a, b + 1)}
+    tree = one_tree(words, ident) if parsed else []
     out: List[str] = []
     for k, token in enumerate(words):
         after = _whitespace_after(doc, token)
@@ -256,17 +257,34 @@ def sentence_lines(sent: Span, last_in_doc: int, given: Optional[Sentence] = Non
             misc = "_" if run is not None else space_misc(after, token.i == last_in_doc)
         head, deprel = "_", "_"
         if parsed:
-            head_token = token.head
-            while head_token.is_space and head_token.head.i != head_token.i:
-                head_token = head_token.head
-            if head_token.i == token.i or head_token.i not in ident:
-                head, deprel = "0", "root"
-            else:
-                head, deprel = str(ident[head_token.i]), _field(token.dep_)
+            head, deprel = (("0", "root") if tree[k] < 0 else
+                            (str(tree[k] + 1), "dep" if token.dep_.lower() == "root" else _field(token.dep_)))
         morph = str(token.morph)
         out.append("\t".join([str(k + 1), _field(token.text), _field(token.lemma_), _field(token.pos_),
                               _field(token.tag_), _field(morph), head, deprel, "_", misc]))
     return out
+
+
+def one_tree(words: Sequence[Token], ident: Dict[int, int]) -> List[int]:
+    """Each word's head as a position in `words` (-1: the root), as one
+    tree: a head that is a whitespace token is followed up to a word, and a
+    word whose head lies outside the sentence (or at a whitespace root)
+    would be a second root, so it hangs from the sentence's root instead
+    (the first word the parser made its own head, else the first such
+    word)."""
+    heads = []
+    for token in words:
+        head, steps = token.head, 0
+        while head.is_space and head.head.i != head.i and steps < len(words):  # bounded: a doc's heads may cycle
+            head, steps = head.head, steps + 1
+        heads.append(-1 if head.i == token.i or head.i not in ident else ident[head.i] - 1)
+    roots = [k for k, h in enumerate(heads) if h < 0]
+    if len(roots) > 1:
+        main = next((k for k in roots if words[k].head.i == words[k].i), roots[0])
+        for k in roots:
+            if k != main:
+                heads[k] = main
+    return heads
 
 
 def _whitespace_after(doc: Doc, token: Token) -> str:

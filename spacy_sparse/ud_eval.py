@@ -64,6 +64,20 @@ class Treebank:
     sentences: List[Tuple[int, int]] = field(default_factory=list)
     words: List[Word] = field(default_factory=list)
 
+    def annotates(self) -> Dict[str, bool]:
+        """Which columns the file fills anywhere (a pipeline without a
+        lemmatizer writes "_" for every lemma)."""
+        return {"upos": any(w.upos != "_" for w in self.words), "xpos": any(w.xpos != "_" for w in self.words),
+                "feats": any(w.feats not in ("", "_") for w in self.words),
+                "lemma": any(w.lemma != "_" for w in self.words),
+                "head": any(w.parent != NO_HEAD for w in self.words)}
+
+
+# The columns each metric reads beyond the words themselves.
+NEEDS = {"UPOS": ("upos",), "XPOS": ("xpos",), "UFeats": ("feats",), "AllTags": ("upos", "xpos", "feats"),
+         "Lemmas": ("lemma",), "UAS": ("head",), "LAS": ("head",), "CLAS": ("head",),
+         "MLAS": ("head", "upos", "feats"), "BLEX": ("head", "lemma")}
+
 
 def _no_space(form: str) -> str:
     return "".join(c for c in form if unicodedata.category(c) != "Zs")

@@ -14,6 +14,25 @@ EWT = SHARED / "ud-english-ewt"
 sys.path.insert(0, str(ROOT))  # benchmarks/ (not installed) is importable by the tests
 
 
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="also run the slow tier (@pytest.mark.full): complete trainings through spacy train and "
+                          "the commands, the ahead-of-time build, cold starts")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "full: the slow tier, run with --full (CI runs it too)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--full"):
+        return
+    slow = pytest.mark.skip(reason="slow tier: run with --full")
+    for item in items:
+        if "full" in item.keywords:
+            item.add_marker(slow)
+
+
 def need(path: Path) -> Path:
     """Skip the test, saying why, when a corpus of ../shared/data is absent."""
     if not path.exists():

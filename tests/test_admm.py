@@ -161,6 +161,7 @@ def test_closed_dc_admm_compresses_a_loaded_model_without_new_features(ewt_refs)
 # ---- grouped-weight files ---------------------------------------------------------------
 
 
+@pytest.mark.full
 def test_quantize_cli_makes_a_grouped_model(corpus, tmp_path):
     run("spacy", "train", "configs/tagger.cfg", "--output", str(tmp_path / "t"), "--paths.train",
         str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"), "--training.max_epochs", "2")

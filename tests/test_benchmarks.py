@@ -21,6 +21,7 @@ def test_sparsity_plot_writes_figures(tmp_path):
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
 
 
+@pytest.mark.full
 def test_cold_start_command_times_new_processes_against_blank(tmp_path):
     """`cold-start` starts new processes for the model and for spacy.blank, taking turns, and writes JSON the
     benchmark page reads."""
@@ -69,6 +70,7 @@ def test_tag_speed_command_times_settings_that_write_the_same_bytes(tmp_path, ew
     assert data["rows"][0]["speedup"] == [1.0] and data["rows"][1]["seconds"][0] > 0
 
 
+@pytest.mark.full
 def test_train_cost_command_reports_time_peak_memory_and_dev_scores(tmp_path, corpus):
     """`train-cost` runs spacy train in new processes and records each run's own peak RSS, the dev scores of the
     model-best it wrote and its size, as JSON the benchmark page reads."""

@@ -24,6 +24,7 @@ def assert_finished(model_dir, name="sparse_tagger", budget=None, zeta=None, k=N
     return stats
 
 
+@pytest.mark.full
 def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
     log = spacy_train(ROOT / "configs/tagger_composed.cfg", corpus / "train.spacy", corpus / "dev.spacy",
                        tmp_path, "--training.max_epochs", "6", "--training.before_update.sparseptron.every", "100",
@@ -48,6 +49,7 @@ def test_composed_tagger_config_runs_every_method(corpus, tmp_path):
     assert all(t.tag_ for t in doc)
 
 
+@pytest.mark.full
 def test_dc_admm_configs_run_and_l0_terms_drop_features(corpus, tmp_path):
     """configs/tagger_dc_admm.cfg (the paper's settings) and configs/tagger_small.cfg (what the package ships:
     kappa 2 and the L0 terms), trained alike: both end with at most 8 values, and the L0 terms keep fewer
@@ -65,6 +67,7 @@ def test_dc_admm_configs_run_and_l0_terms_drop_features(corpus, tmp_path):
     assert small["nonzero_weights"] < 0.5 * plain["nonzero_weights"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("config", ["chunker.cfg", "chunker_sparseptron.cfg", "chunker_min_update.cfg"])
 def test_chunker_configs_run(config, chunk_corpus, tmp_path):
     overrides = ["--training.max_epochs", "3", "--training.eval_frequency", "10"]
@@ -120,6 +123,7 @@ def test_bad_callback_settings_fail_clearly():
 # ---- chunking ---------------------------------------------------------------------------
 
 
+@pytest.mark.full
 def test_callback_acts_on_tagger_and_parser_alike(corpus, tmp_path):
     """The methods are written against the shared model: a joint tagger +
     parser pipeline gets selection, min-update and DC-ADMM on both."""

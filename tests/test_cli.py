@@ -91,6 +91,7 @@ def test_report_cli_json(trained_dir):
     assert stats["bytes"] == (trained_dir / "sparse_tagger" / "model").stat().st_size
 
 
+@pytest.mark.full
 def test_report_takes_the_shipped_names():
     """`report default` as `bench default` does: the embedded pipeline's five sparse components."""
     import spacy_sparse
@@ -126,6 +127,7 @@ def test_bad_model_path_fails_cleanly(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.full
 def test_jackknife_then_parser_config_then_bench(trained_dir, corpus, tmp_path):
     """The parser workflow on a slice: jackknifed tags, spacy train with
     configs/parser.cfg on top of the trained tagger, bench with LAS."""
@@ -153,6 +155,7 @@ def test_jackknife_then_parser_config_then_bench(trained_dir, corpus, tmp_path):
     assert rows[0]["metric"] == "dep_las" and rows[0]["accuracy"] > 0.3
 
 
+@pytest.mark.full
 def test_joint_tagger_parser_config_trains(corpus, tmp_path):
     out = tmp_path / "joint"
     run("spacy", "train", "configs/tagger_parser.cfg", "--output", str(out),
@@ -212,6 +215,7 @@ def test_bench_rows_label_fresh_docs_and_include_the_pipeline_as_it_loads(corpus
     assert rows[1]["scores"]["dep_las"] < rows[0]["scores"]["dep_las"]
 
 
+@pytest.mark.full
 def test_bench_reads_raw_text_in_one_case(corpus):
     """`bench --case lower|upper`: the docs' text in one case, scored against the gold annotation as it is
     (spaCy's alignment matches tokens whatever their case), so the shipped pipeline's scores stay sensible."""
@@ -303,6 +307,7 @@ def test_boundary_recall_sorts_sentence_starts_by_paragraph_and_mark():
         boundary_recall([nlp.make_doc(ref.text.lower() + " x")], [ref])
 
 
+@pytest.mark.full
 def test_bench_gives_raw_text_the_gold_sentence_starts(corpus):
     """`bench --raw-gold-sents`: the raw text's own tokens carry the gold sentence starts (by character
     offset), the segmenter keeps them, and the parser scores at least what it scores on its own sentences;

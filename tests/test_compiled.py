@@ -42,6 +42,7 @@ def _probe(env, float_pipeline):
     return aot == "True", digest, numba == "True", masked == "True"
 
 
+@pytest.mark.full
 def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("compile-kernels links with the system's C compiler, and this machine has none")

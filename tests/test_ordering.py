@@ -1,10 +1,12 @@
 """Template orders: GOMP's first pick and the group-lasso path through the CLI."""
 import numpy as np
+import pytest
 import spacy
 from conftest import run, to_examples
 from spacy.tokens import DocBin
 
 
+@pytest.mark.full
 def test_gomp_first_pick_maximizes_eq4(ewt_refs):
     """With no template chosen the residual is Y - 1/L; the first template
     GOMP adds must maximize Eq. 4, computed here from explicit one-hot

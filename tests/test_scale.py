@@ -227,8 +227,38 @@ def test_tag_to_docbin_shards(tmp_path):
     docs = [d for s in shards for d in DocBin().from_disk(s).get_docs(nlp.vocab)]
     assert [d.text for d in docs] == TEXTS * 5
     assert all(t.tag_ for d in docs for t in d)
+    assert [d.user_data["line"] for d in docs] == list(range(1, len(docs) + 1))  # docs still match input lines
 
 
+@pytest.mark.parametrize("option, value", [("--batch-size", "0"), ("--batch-size", "-5"), ("--n-process", "0"),
+                                           ("--n-threads", "0")])
+def test_settings_below_one_are_refused_before_reading(tmp_path, option, value):
+    src = tmp_path / "in.txt"
+    src.write_text("One line.\n")
+    proc = run_tag(str(src), str(tmp_path / "out.jsonl"), option, value)
+    assert proc.returncode == 1 and f"{option} must be at least 1" in proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr and not (tmp_path / "out.jsonl").exists()
+
+
+def test_stdin_redirected_from_the_output_is_refused(tmp_path):
+    target = tmp_path / "x.jsonl"
+    target.write_text('{"text": "Keep me."}\n')
+    with target.open("rb") as f:
+        proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", "-", str(target)], cwd=ROOT,
+                              stdin=f, capture_output=True)
+    assert proc.returncode == 1 and b"The output is the input" in proc.stderr
+    assert target.read_text() == '{"text": "Keep me."}\n'
+
+
+def test_long_lines_are_cut_in_linear_time():
+    from spacy_sparse.records import split_long
+
+    text = "A short sentence here. " * 200_000  # 4.6M characters
+    pieces = list(split_long(text, 10_000))
+    assert "".join(pieces) == text and all(len(p) <= 10_000 for p in pieces) and pieces[0].endswith("here.")
+
+
+@pytest.mark.full
 def test_dask_local_cluster_matches_single_process(tmp_path, ewt_refs):
     pytest.importorskip("distributed")
     from spacy_sparse.scale import annotate_shards

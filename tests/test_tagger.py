@@ -382,6 +382,7 @@ def test_word_dropout_reads_rare_words_as_unknown(ewt_refs):
     assert 0.55 < dropped[once].mean() < 0.8 and dropped[the].mean() < 0.03
 
 
+@pytest.mark.full
 def test_word_dropout_trains_deterministically_and_does_not_cost_unseen_words(ewt_refs):
     # with word clusters, as configs/tagger.cfg: a dropped word keeps its cluster, which an unseen word has too
     refs = ewt_refs["train"]

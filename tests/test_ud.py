@@ -244,3 +244,16 @@ def test_ud_text_lays_out_paragraphs_wrapped_at_80(dev_slice):
     joined = "".join("".join(p.split()) for p in paragraphs)
     assert joined == "".join("".join(form.split()) for s in sentences for form, _ in s.surface())
     assert all(len(line) <= 80 or " " not in line for p in paragraphs for line in p.splitlines())
+
+
+def test_every_written_sentence_is_one_tree_whatever_the_heads():
+    """Words hanging from a whitespace root, or from outside their sentence, hang from the sentence's root."""
+    nlp = spacy.blank("en")
+    words = ["Hi", "\n", "there", "you", "."]
+    doc = Doc(nlp.vocab, words=words, spaces=[False, False, True, False, False], heads=[1, 1, 1, 2, 0],
+              deps=["dep", "ROOT", "dep", "dep", "punct"], sent_starts=[True, False, False, False, False])
+    text = doc_conllu(doc, "d")
+    load(text.splitlines(True))  # one root, no cycle
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    assert [(r[1], r[6], r[7]) for r in rows] == [("Hi", "0", "root"), ("there", "1", "dep"), ("you", "2", "dep"),
+                                                   (".", "1", "punct")]

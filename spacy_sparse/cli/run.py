@@ -128,7 +128,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..records import DirectoryReader, RecordReader, input_format
-    from ..stream import annotate, stop_on_signal
+    from ..stream import UNIT_CHARS, annotate, stop_on_signal
     from ..tokenizer import keeping
 
     problem = _tag_settings_problem(args)
@@ -147,8 +147,10 @@ def cmd_tag(args: argparse.Namespace) -> int:
                mininterval=1.0)
     report = bar.write if not bar.disable else (lambda m: print(m, file=sys.stderr))
     stem = "stdin" if args.input == "-" else Path(args.input).stem
-    reader = DirectoryReader(Path(args.input), args.on_error, report, nlp.max_length) if is_dir else \
-        RecordReader(fin, fmt, args.on_error, report=report, max_length=nlp.max_length, doc_id=stem)
+    # a text longer than a unit of work is cut at sentence ends, so memory is bounded by characters, not docs
+    piece = min(nlp.max_length, UNIT_CHARS)
+    reader = DirectoryReader(Path(args.input), args.on_error, report, piece) if is_dir else \
+        RecordReader(fin, fmt, args.on_error, report=report, max_length=piece, doc_id=stem)
     stats = {"docs": 0, "words": 0}
     interrupted: Optional[BaseException] = None
     failed: Optional[BaseException] = None
@@ -196,6 +198,14 @@ def cmd_tag(args: argparse.Namespace) -> int:
 
 def cmd_tag_shards(args: argparse.Namespace) -> int:
     """Annotate many input files on a Dask cluster, one output file each."""
+    import importlib.util
+
+    if importlib.util.find_spec("dask") is None or importlib.util.find_spec("distributed") is None:
+        msg.fail("tag-shards runs on Dask, which is not installed: pip install 'spacy-sparse[dask]'")
+        return 1
+    if args.batch_size < 1 or args.n_workers < 1 or args.n_threads < 1:
+        msg.fail("--batch-size, --n-workers and --n-threads must be at least 1")
+        return 1
     from ..scale import annotate_shards
 
     client = None
@@ -304,10 +314,10 @@ def register(sub) -> None:
     p = sub.add_parser("tag-shards", help="annotate many files on a Dask cluster (extra: spacy-sparse[dask])")
     p.add_argument("model", help='a pipeline directory every worker can read, or "default" / "default-tagger"')
     p.add_argument("output_dir")
-    p.add_argument("inputs", nargs="+", help="input shards (one doc per line)")
+    p.add_argument("inputs", nargs="+", help="input shards (one doc per line, or as --format says)")
     p.add_argument("--scheduler", help="address of a running Dask scheduler (default: a LocalCluster)")
     p.add_argument("--n-workers", type=int, default=2, help="LocalCluster worker processes")
-    p.add_argument("--format", choices=["text", "jsonl"], default="text")
+    p.add_argument("--format", choices=list(FORMATS) + ["text"], default="lines", help="as tag's --format")
     p.add_argument("--on-error", choices=["skip", "fail"], default="skip")
     p.add_argument("--n-threads", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=1000)

@@ -75,7 +75,7 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
     the shared task's metrics; words/s counts the gold words."""
     from ..bench import provenance
     from ..tokenizer import keeping
-    from ..ud_eval import evaluate, load, load_file
+    from ..ud_eval import NEEDS, evaluate, load, load_file
 
     if args.runs < 1:
         raise ValueError(f"--runs must be at least 1, got {args.runs}")
@@ -97,8 +97,11 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
     for role, path in models.items():
         system = load(passes[role][-1]["conllu"].splitlines(True), "the system output")
         scores = evaluate(gold, system)
+        filled = system.annotates()
+        # a metric over a column the pipeline never fills is not a score of it (None)
         out[role] = {"path": str(path), "pipes": pipelines[role].pipe_names,
-                     "scores": {m: round(100 * scores[m].f1, 4) for m in BENCH_METRICS},
+                     "scores": {m: round(100 * scores[m].f1, 4) if all(filled[c] for c in NEEDS.get(m, ())) else None
+                                for m in BENCH_METRICS},
                      "words_per_second": [len(gold.words) / p["seconds"] for p in passes[role]]}
         if args.conllu_dir:
             Path(args.conllu_dir).mkdir(parents=True, exist_ok=True)
@@ -108,7 +111,8 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
                                                     out["baseline"]["words_per_second"])]
     for role in models:
         row = out[role]
-        msg.info(f"{role} ({row['path']}): " + ", ".join(f"{m} {row['scores'][m]:.2f}" for m in BENCH_METRICS)
+        msg.info(f"{role} ({row['path']}): " + ", ".join(f"{m} {row['scores'][m]:.2f}" for m in BENCH_METRICS
+                                                          if row["scores"][m] is not None)
                  + f"; {min(row['words_per_second']):,.0f}-{max(row['words_per_second']):,.0f} words/s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
