@@ -31,7 +31,7 @@ def ud_section(found: Sequence[Dict[str, Any]], span: Callable[..., str], proven
              "by `evaluate-ud` (the CoNLL 2018 shared task's metrics, F1). words/s counts the treebank's "
              f"{first['words']:,} words over the whole path (tokenizer, pipeline, CoNLL-U writer), pipelines "
              "taking turns; the ratio is within each run. – marks a metric over a column the pipeline does not fill "
-             "(the CNN tagger + parser sets no UPOS, features or lemmas). The rows below the line are published results on the "
+             "(the CNN tagger + parser sets no UPOS, features or lemmas). Rows marked published are results on the "
              "same treebank (other UD versions), cited, not run here.", "",
              "| system | " + " | ".join(METRICS) + " | words/s | vs baseline |",
              "|---|" + "---|" * (len(METRICS) + 2)]

@@ -13,6 +13,7 @@ and written, and `error` says what stopped it. A text longer than
 `max_length` characters is not dropped but cut at sentence ends (or else
 spaces) into pieces, each a doc of the same line, which hold all of it.
 """
+import codecs
 import json
 import sys
 from pathlib import Path
@@ -23,6 +24,8 @@ from .conllu import BadSentence, Sentence, read_sentences
 FORMATS = ("lines", "paragraphs", "whole", "jsonl", "conllu")
 ALIASES = {"text": "lines"}
 ON_ERROR = ("skip", "fail")
+# A JSON line is parsed whole, so a longer one is a bad line rather than memory without bound.
+MAX_JSON_CHARS = 64 << 20
 # Bytes of a file's start that must hold no NUL for it to count as text.
 SNIFF_BYTES = 8192
 
@@ -83,15 +86,12 @@ class RecordReader:
         if self.fmt == "conllu":
             yield from self._sentences()
             return
-        read = {"lines": self._lines, "jsonl": self._lines, "paragraphs": self._paragraphs,
+        read = {"lines": self._lines, "jsonl": self._json_lines, "paragraphs": self._paragraphs,
                 "whole": self._whole}[self.fmt]
         for text, where, problem in read():
             if problem is not None:
                 if not self._bad(f"line {where.line}: {problem}"):
                     return
-            elif self.max_length is not None and len(text) > self.max_length:
-                for k, piece in enumerate(split_long(text, self.max_length)):
-                    yield piece, where._replace(newdoc=where.newdoc and k == 0)
             else:
                 yield text, where
 
@@ -104,51 +104,140 @@ class RecordReader:
         self.report(f"skipped {message}")
         return True
 
-    def _decoded(self) -> Iterator[Tuple[int, Optional[str], Optional[str]]]:
-        """(line number, text without its line break, problem) per line."""
-        for number, raw in enumerate(self.stream, start=1):
-            try:
-                yield number, raw.decode("utf8").rstrip("\r\n"), None
-            except UnicodeDecodeError as err:
-                yield number, None, f"invalid UTF-8 ({err.reason} at byte {err.start})"
+    def _line_chunks(self) -> Iterator[Tuple[int, str, bool, Optional[str]]]:
+        """(line number, text, whether it ends the line, problem): each line
+        in chunks of at most 4 * max_length bytes, so no line is ever held
+        whole. Invalid UTF-8 ends its line's text there (the chunks before
+        were given out) with a problem."""
+        size = -1 if self.max_length is None else 4 * self.max_length
+        number = 0
+        raw = self.stream.readline(size)
+        while raw:
+            number += 1
+            decoder, seen, problem = codecs.getincrementaldecoder("utf8")(), 0, None
+            while True:
+                end = raw.endswith(b"\n")
+                if problem is None:
+                    try:
+                        text = decoder.decode(raw, final=end)
+                    except UnicodeDecodeError as err:
+                        problem = f"invalid UTF-8 ({err.reason} at byte {seen + err.start})"
+                if problem is None:
+                    yield number, text.rstrip("\r\n") if end else text, False, None
+                seen += len(raw)
+                if end:
+                    break
+                raw = self.stream.readline(size)
+                if not raw:  # the last line, without a line break
+                    if problem is None:
+                        try:
+                            decoder.decode(b"", final=True)
+                        except UnicodeDecodeError as err:
+                            problem = f"invalid UTF-8 ({err.reason} at byte {seen + err.start})"
+                    break
+            yield number, "", True, problem
+            raw = self.stream.readline(size)
+
+    @staticmethod
+    def _pieces(cutter: "Cutter", chunk: str, where: Optional[Where], count: List[int]
+                ) -> Iterator[Tuple[str, Where, Optional[str]]]:
+        """The pieces of a record that are complete once `chunk` is added;
+        only the record's first piece starts its document."""
+        assert where is not None
+        for piece in cutter.add(chunk):
+            yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
+            count[0] += 1
 
     def _lines(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
-        for number, line, problem in self._decoded():
+        cutter, count = Cutter(self.max_length), [0]
+        for number, chunk, end, problem in self._line_chunks():
             where = Where(number, self.name, f"{self.doc_id}-{number}")
+            if not end:
+                yield from self._pieces(cutter, chunk, where, count)
+                continue
             if problem is not None:
                 yield "", where, problem
-            elif line.strip():
-                text, problem = (line, None) if self.fmt == "lines" else _json_text(line)
-                yield text, where, problem
+            for piece in cutter.finish():
+                if count[0] or piece.strip():
+                    yield piece, where._replace(newdoc=count[0] == 0), None
+                    count[0] += 1
+            count = [0]
+
+    def _json_lines(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
+        parts: List[str] = []
+        held = 0
+        for number, chunk, end, problem in self._line_chunks():
+            if not end:
+                held += len(chunk)
+                if held <= MAX_JSON_CHARS:
+                    parts.append(chunk)
+                continue
+            line, parts, too_long, held = "".join(parts), [], held > MAX_JSON_CHARS, 0
+            where = Where(number, self.name, f"{self.doc_id}-{number}")
+            if problem is not None or too_long:
+                yield "", where, problem or f"a JSON line over {MAX_JSON_CHARS:,} characters"
+                continue
+            if not line.strip():
+                continue
+            text, problem = _json_text(line)
+            if problem is not None:
+                yield "", where, problem
+                continue
+            for k, piece in enumerate(split_long(text, self.max_length or max(1, len(text)))):
+                yield piece, where._replace(newdoc=k == 0), None
 
     def _paragraphs(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
-        lines: List[str] = []
-        first, count = 0, 0
-        for number, line, problem in self._decoded():
+        cutter, count, where, paragraph = Cutter(self.max_length), [0], None, 0
+        held: List[str] = []  # the current line's chunks while they are all whitespace
+        committed = False  # the current line holds text, so it belongs to a paragraph
+        for number, chunk, end, problem in self._line_chunks():
             if problem is not None:
                 yield "", Where(number, self.name), problem
+            if not end:
+                if committed:
+                    yield from self._pieces(cutter, chunk, where, count)
+                    continue
+                held.append(chunk)
+                text = "".join(held)
+                if text.strip() or (self.max_length is not None and len(text) > self.max_length):
+                    if where is None:
+                        where = Where(number, self.name, self.doc_id, paragraph == 0)
+                    else:
+                        text = "\n" + text  # the line break wrapping the paragraph
+                    committed, held = True, []
+                    yield from self._pieces(cutter, text, where, count)
                 continue
-            if line.strip():
-                if not lines:
-                    first = number
-                lines.append(line)
-                continue
-            if lines:
-                yield "\n".join(lines), Where(first, self.name, self.doc_id, count == 0), None
-                lines, count = [], count + 1
-        if lines:
-            yield "\n".join(lines), Where(first, self.name, self.doc_id, count == 0), None
+            if not committed and where is not None:  # a blank line: the paragraph is complete
+                for piece in cutter.finish():
+                    yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
+                    count[0] += 1
+                cutter, count, where, paragraph = Cutter(self.max_length), [0], None, paragraph + 1
+            held, committed = [], False
+        if where is not None:
+            for piece in cutter.finish():
+                yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
+                count[0] += 1
 
     def _whole(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
-        data = self.stream.read()
-        try:
-            text = data.decode("utf8")
-        except UnicodeDecodeError as err:
-            yield "", Where(data.count(b"\n", 0, err.start) + 1, self.name), \
-                f"invalid UTF-8 ({err.reason} at byte {err.start})"
-            return
-        if text.strip():
-            yield text, Where(1, self.name, self.doc_id), None
+        size = -1 if self.max_length is None else 4 * self.max_length
+        decoder, cutter, count, seen = codecs.getincrementaldecoder("utf8")(), Cutter(self.max_length), [0], 0
+        where = Where(1, self.name, self.doc_id)
+        while True:
+            raw = self.stream.read(size)
+            try:
+                text = decoder.decode(raw, final=not raw)
+            except UnicodeDecodeError as err:
+                yield "", where, f"invalid UTF-8 ({err.reason} at byte {seen + err.start})"
+                return
+            seen += len(raw)
+            if text:
+                yield from self._pieces(cutter, text, where, count)
+            if not raw:
+                break
+        for piece in cutter.finish():
+            if count[0] or piece.strip():
+                yield piece, where._replace(newdoc=count[0] == 0), None
+                count[0] += 1
 
     def _sentences(self) -> Iterator[Record]:
         doc_id, count = self.doc_id, 0
@@ -176,6 +265,29 @@ def _json_text(line: str) -> Tuple[str, Optional[str]]:
     except UnicodeEncodeError as err:
         return "", f"the text is not valid Unicode ({err.reason} at character {err.start})"
     return text, None
+
+
+class Cutter:
+    """A record's text arriving in chunks, given out in the pieces
+    split_long cuts the whole text into, as soon as each is complete: it
+    holds at most `limit` characters and one chunk."""
+
+    def __init__(self, limit: Optional[int]):
+        self.limit = limit
+        self.carry = ""
+
+    def add(self, chunk: str) -> List[str]:
+        self.carry += chunk
+        if self.limit is None or len(self.carry) <= self.limit:
+            return []
+        pieces = list(split_long(self.carry, self.limit))
+        self.carry = pieces.pop()  # the last piece may still grow
+        return pieces
+
+    def finish(self) -> List[str]:
+        out = [self.carry] if self.carry else []
+        self.carry = ""
+        return out
 
 
 def split_long(text: str, limit: int) -> Iterator[str]:

@@ -257,3 +257,26 @@ def test_every_written_sentence_is_one_tree_whatever_the_heads():
     rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
     assert [(r[1], r[6], r[7]) for r in rows] == [("Hi", "0", "root"), ("there", "1", "dep"), ("you", "2", "dep"),
                                                    (".", "1", "punct")]
+
+
+@pytest.mark.parametrize("fmt", ["lines", "paragraphs", "whole"])
+def test_a_huge_line_is_read_in_pieces_in_bounded_memory(fmt):
+    """A 24 MB line is never held whole: its pieces are those split_long cuts, made as the bytes arrive."""
+    import tracemalloc
+
+    from spacy_sparse.records import RecordReader, split_long
+
+    text = "The ferry left the harbour at dawn, and nobody saw it go. " * 400_000
+    reader = RecordReader(io.BytesIO(text.encode() + b"\n"), fmt, max_length=50_000)
+    tracemalloc.start()
+    lengths, joined, first = [], [], None
+    for piece, where in reader:
+        lengths.append(len(piece))
+        first = first or piece
+        if len(joined) < 3:
+            joined.append(piece)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    expected = list(split_long(text, 50_000))
+    assert lengths[:-1] == [len(p) for p in expected][:len(lengths) - 1] and sum(lengths) == len(text) + (fmt == "whole")
+    assert joined == expected[:3] and peak < 2_000_000  # a few pieces and chunks, not 24 MB
