@@ -21,6 +21,7 @@ data only: every field's type, length and range is checked, and declared
 sizes bound what is inflated, so a corrupt or hostile file is a ValueError.
 """
 import zlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -49,6 +50,25 @@ MAX_LABELS = 65_535
 MAX_DENSE_CELLS = 2 ** 28  # features x labels of the float32 matrix prediction builds (1 GiB)
 MAX_WEIGHTS = 64_000_000
 MAX_CLASSES = 4_000_000
+# A model file larger than this is refused before it is read.
+MAX_FILE_BYTES = 1 << 30
+
+
+def read_model_file(path: Path) -> bytes:
+    """A model file's bytes, once it is known to be a regular file of a
+    size the loader takes (a link to a device such as /dev/zero, or a huge
+    file, is refused before any byte is read)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} is not a regular file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ValueError(f"{path} holds {size:,} bytes, more than a model file may ({MAX_FILE_BYTES:,})")
+    with path.open("rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"{path} grew beyond {MAX_FILE_BYTES:,} bytes while it was read")
+    return data
 
 
 def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[str, Any]:

@@ -71,9 +71,10 @@ def weight_files(pipeline: Path, exclude: Iterable[str] = ()) -> Iterator[Path]:
 
 
 def _decode(path: Path) -> "SparseLinearModel":
+    from .codec import read_model_file
     from .model import SparseLinearModel
 
-    return SparseLinearModel.from_bytes(path.read_bytes())
+    return SparseLinearModel.from_bytes(read_model_file(path))
 
 
 @contextmanager

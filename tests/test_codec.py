@@ -301,3 +301,79 @@ def test_a_loaded_coded_tagger_reads_one_byte_codes_with_the_same_labels(ewt_ref
     # the segmenter's rows (2 labels) are codes too: the pipeline needs one version of the kernel
     senter = nlp.get_pipe("sparse_senter").sparse
     assert senter.coded_weights()[0].dtype == np.uint8
+
+
+def _relabelled(pipe, change):
+    """The pipe's model file with its labels changed (same count, so the rows still decode), sealed afresh."""
+    from spacy_sparse import codec
+
+    msg = codec.unseal(pipe.sparse.to_bytes())
+    return codec.seal(dict(msg, labels=change(list(msg["labels"]))))
+
+
+def test_model_files_with_labels_no_kernel_can_run_are_refused():
+    """A checksum is not validation: relabelled files that would send the kernels outside their arrays fail on
+    load with a clear error, and the component keeps the model it had."""
+    import spacy_sparse
+
+    nlp = spacy_sparse.load_default()
+    parser, senter = nlp.get_pipe("sparse_parser"), nlp.get_pipe("sparse_senter")
+    before = parser.sparse
+    if parser.split:
+        changes = [lambda ls: ls[:4] + ["ARC-" + x.partition("-")[2] for x in ls[4:]]]  # no root label
+    else:
+        changes = [lambda ls: ["LEFT-x" if x == "SHIFT" else x for x in ls],  # no SHIFT
+                   lambda ls: ["SHIFT"] * len(ls),  # only SHIFT
+                   lambda ls: [x.replace("ROOT-", "RIGHT-") for x in ls]]  # no ROOT
+    for change in changes:
+        with pytest.raises(ValueError, match="Cannot load the weights of 'sparse_parser'"):
+            parser._load_model(_relabelled(parser, change))
+        assert parser.sparse is before
+    with pytest.raises(ValueError, match="segmenter's labels"):
+        senter._load_model(_relabelled(senter, lambda ls: ls[::-1]))
+    doc = nlp("The parser still works. It has its old model.")
+    assert len(list(doc.sents)) == 2
+
+
+def test_a_model_file_that_is_a_device_or_huge_is_refused_unread(tmp_path, monkeypatch):
+    import shutil
+
+    from spacy_sparse import codec
+    from spacy_sparse.loading import DEFAULT_PIPELINES
+
+    src = tmp_path / "p"
+    shutil.copytree(DEFAULT_PIPELINES["tagger"], src)
+    model = src / "sparse_tagger" / "model"
+    model.unlink()
+    model.symlink_to("/dev/zero")
+    with pytest.raises(ValueError, match="not a regular file"):
+        spacy.load(src)
+    model.unlink()
+    model.write_bytes(b"\0" * 4096)
+    monkeypatch.setattr(codec, "MAX_FILE_BYTES", 1024)
+    with pytest.raises(ValueError, match="more than a model file may"):
+        spacy.load(src)
+
+
+def test_tiny_settings_survive_saving(tmp_path):
+    """Settings are written with every digit: a learn rate of 1e-11 loads back as 1e-11, not as a refused 0.0."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger", config={"learn_rate": 1e-11})
+    nlp.to_disk(tmp_path / "t")
+    assert spacy.load(tmp_path / "t").get_pipe("sparse_tagger").cfg["learn_rate"] == 1e-11
+    other = spacy.blank("en").add_pipe("sparse_tagger")
+    assert other.from_bytes(nlp.get_pipe("sparse_tagger").to_bytes()).cfg["learn_rate"] == 1e-11
+
+
+def test_a_saved_parser_cfg_gets_the_factorys_checks(tmp_path):
+    import json
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_parser")
+    nlp.to_disk(tmp_path / "p")
+    cfg_path = tmp_path / "p" / "sparse_parser" / "cfg"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["explore"] = 7.0
+    cfg_path.write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="explore"):
+        spacy.load(tmp_path / "p")

@@ -135,7 +135,7 @@ def test_a_saved_cfg_with_a_wrong_value_fails_on_load(trained, tmp_path):
     """Settings are checked when a pipeline loads, with the factory's message."""
     nlp, _ = trained
     nlp.to_disk(tmp_path / "p")
-    for key, value in (("n_threads", -1), ("n_threads", "2"), ("mode", "fast"), ("learn_rate", 0),
+    for key, value in (("n_threads", -1), ("n_threads", "2"), ("mode", "fast"), ("learn_rate", 0), ("learn_rate", 1e38),
                        ("learner", None), ("annotate", "lemma"), ("annotate", 3)):
         cfg = srsly.read_json(tmp_path / "p" / "sparse_tagger" / "cfg")
         cfg[key] = value

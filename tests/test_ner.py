@@ -150,3 +150,16 @@ def test_move_names_are_not_entity_types(labels):
     ner = spacy.blank("en").add_pipe("sparse_ner")
     with pytest.raises(ValueError, match="Entity types"):
         ner._build_model(labels, None)
+
+
+def test_a_model_whose_labels_are_not_biluo_moves_is_refused(trained_ner):
+    """Labels the move mask cannot be built from (here: the O move dropped, same count) fail on load."""
+    from spacy_sparse import codec
+
+    _, ner = trained_ner
+    msg = codec.unseal(ner.sparse.to_bytes())
+    bad = codec.seal(dict(msg, labels=list(msg["labels"][1:]) + ["O"]))
+    before = ner.sparse
+    with pytest.raises(ValueError, match="entity recognizer's labels"):
+        ner._load_model(bad)
+    assert ner.sparse is before

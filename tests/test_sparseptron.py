@@ -149,3 +149,10 @@ def test_coarse_to_fine_budget_step_keeps_between_one_and_budget():
             coarse_d = np.log2(np.bincount(coarse, weights=sizes))
             tau, factor = budget_factors(norms, d, budget, coarse, coarse_d)
             assert tau > 0 and 1 <= np.count_nonzero(factor) <= budget
+
+
+def test_a_budget_of_no_template_is_refused_before_training():
+    from spacy_sparse.learn.sparseptron import SparseptronSettings
+
+    with pytest.raises(ValueError, match="sparseptron.budget must be"):
+        SparseptronSettings(budget=0)

@@ -98,7 +98,7 @@ class SparseptronSettings:
 
     def __post_init__(self) -> None:
         for name in ("budget", "every", "epochs"):
-            check_number(getattr(self, name), f"sparseptron.{name}", whole=True, low=0 if name == "budget" else 1)
+            check_number(getattr(self, name), f"sparseptron.{name}", whole=True, low=1)
         check_choice(self.group_weight, "sparseptron.group_weight", ("log2", "uniform"))
         check_choice(self.coarse_to_fine, "sparseptron.coarse_to_fine", (True, False))
         check_choice(self.loss, "sparseptron.loss", ("perceptron", "component"))

@@ -6,6 +6,7 @@ batching.py).
 A task subclass says which kernel labels a batch, how gold labels are read
 from examples, and how predictions are written onto docs.
 """
+import json
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -456,7 +457,7 @@ class SparsePipe(TrainablePipe):
 
     # ---- serialization ---------------------------------------------------------------
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        data: Dict[str, Any] = {"cfg": srsly.json_dumps(self.cfg)}
+        data: Dict[str, Any] = {"cfg": cfg_json(self.cfg)}
         if self.sparse is not None and "model" not in exclude:
             data["model"] = self.sparse.to_bytes()
         return srsly.msgpack_dumps(data)
@@ -475,7 +476,7 @@ class SparsePipe(TrainablePipe):
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         path = util.ensure_path(path)
-        serializers = {"cfg": lambda p: srsly.write_json(p, self.cfg)}
+        serializers = {"cfg": lambda p: p.write_text(cfg_json(self.cfg, indent=2) + "\n", encoding="utf8")}
         if self.sparse is not None:
             serializers["model"] = lambda p: p.write_bytes(self.sparse.to_bytes())
         util.to_disk(path, serializers, exclude)
@@ -495,7 +496,11 @@ class SparsePipe(TrainablePipe):
             if decoded is not None:
                 self._set_model(decoded, where=str(p))
             elif p.exists():
-                self._load_model(p.read_bytes(), where=str(p))
+                try:
+                    data = codec.read_model_file(p)
+                except ValueError as err:
+                    raise ValueError(f"Cannot load the weights of {self.name!r}: {err}") from None
+                self._load_model(data, where=str(p))
 
         util.from_disk(path, {"cfg": load_cfg, "model": load_model}, exclude)
         return self
@@ -523,10 +528,15 @@ class SparsePipe(TrainablePipe):
             raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
         self._set_model(model, where)
 
+    def _check_labels(self, labels: Sequence[str]) -> None:
+        """ValueError if a loaded model's labels are not ones this task's
+        kernels can run on (a file's checksum says nothing of that)."""
+
     def _set_model(self, model: SparseLinearModel, where: str) -> None:
         """Take a decoded model as this component's weights."""
         try:
             check_kind(model.templates, self.template_kind, type(self).__name__)
+            self._check_labels(list(model.labels))
         except ValueError as err:
             raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
         self.sparse = model
@@ -540,6 +550,12 @@ class SparsePipe(TrainablePipe):
     # ---- pickling (nlp objects are pickled for multiprocessing) -------------------------
     def __reduce__(self):
         return (_unpickle_pipe, (type(self), self.vocab, self.name, self.scorer, self.to_bytes()))
+
+
+def cfg_json(cfg: Dict[str, Any], indent: Optional[int] = None) -> str:
+    """The settings as JSON with every float exact (srsly's writer rounds
+    to ten decimals, so 1e-11 came back as 0.0 and failed its check)."""
+    return json.dumps(cfg, indent=indent, ensure_ascii=False)
 
 
 def _unpickle_pipe(cls, vocab, name, scorer, data):

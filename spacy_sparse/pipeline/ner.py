@@ -122,6 +122,11 @@ class SparseNER(SequencePipe):
         self._move_iob_type = np.array([(2, 0)] + [(iob, self.vocab.strings[t]) for t in self._types
                                                    for iob in (3, 1, 1, 3)], dtype=np.uint64)
 
+    def _check_labels(self, labels: Sequence[str]) -> None:
+        types = [m[2:] for m in labels[1::4]]
+        if list(labels) != biluo_moves(types):
+            raise ValueError("an entity recognizer's labels must be O, then B-, I-, L-, U- of each type")
+
     def _set_model(self, model: SparseLinearModel, where: str) -> None:
         super()._set_model(model, where)
         self.cfg["labels"] = list(self._types)

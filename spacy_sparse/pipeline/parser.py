@@ -116,17 +116,25 @@ class SparseParser(SparsePipe):
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
                  stray: float = 0.0, tag_noise: float = 0.0, **kwargs: Any):
-        super().__init__(vocab, name, explore=_check_fraction(explore, "explore"),
-                         explore_after=_check_count(explore_after, "explore_after"),
-                         min_lifted=_check_count(min_lifted, "min_lifted"),
-                         whole_docs=_check_fraction(whole_docs, "whole_docs"),
-                         stray=_check_fraction(stray, "stray"),
-                         tag_noise=_check_fraction(tag_noise, "tag_noise"), **kwargs)
+        own = self._checked_own({"explore": explore, "explore_after": explore_after, "min_lifted": min_lifted,
+                                 "whole_docs": whole_docs, "stray": stray, "tag_noise": tag_noise})
+        super().__init__(vocab, name, **own, **kwargs)
         noun_chunks.install(vocab)  # doc.noun_chunks reads UD labels (noun_chunks.py)
         self._deps: List[str] = []
         self._word_tags: Dict[int, Dict[int, int]] = {}  # ORTH -> tag -> count, for tag_noise
         self._words_seen = 0
         self._n_batches = 0
+
+    @staticmethod
+    def _checked_own(cfg: Dict[str, Any]) -> Dict[str, Any]:
+        """The parser's own settings present in `cfg`, checked (ValueError)."""
+        checks = {"explore": _check_fraction, "explore_after": _check_count, "min_lifted": _check_count,
+                  "whole_docs": _check_fraction, "stray": _check_fraction, "tag_noise": _check_fraction}
+        return {key: checks[key](value, key) for key, value in cfg.items() if key in checks}
+
+    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
+        """A saved cfg's parser settings get the factory's checks."""
+        self._checked_own(cfg)
 
     # ---- labels ------------------------------------------------------------------
     @property
@@ -161,6 +169,18 @@ class SparseParser(SparsePipe):
                 self._lab_ok[LEFT, c] = self._lab_ok[RIGHT, c] = 1
                 self._arc_col[index[dep]] = c
         return [SHIFT, LEFT, RIGHT, ROOT] + [-1] * len(columns), [""] * 4 + [d for _, d in columns]
+
+    def _check_labels(self, labels: Sequence[str]) -> None:
+        """Every transition the kernels may need has a column: SHIFT once,
+        and arcs and roots with labels."""
+        if labels[:1] == MOVES[:1]:
+            kinds = [k for k, _ in split_columns(labels)]
+            if LEFT not in kinds or ROOT not in kinds:
+                raise ValueError("a split parser's labels need an arc label and a root label")
+            return
+        kinds = [parse_action(name)[0] for name in labels]
+        if kinds.count(SHIFT) != 1 or not all(k in kinds for k in (LEFT, RIGHT, ROOT)):
+            raise ValueError("a parser's actions need SHIFT once and at least one LEFT-, RIGHT- and ROOT- action")
 
     def _labels_changed(self) -> None:
         names = self.sparse.labels

@@ -73,6 +73,10 @@ class SparseSenter(SequencePipe):
             raise ValueError(f"{self.name!r} takes the labels {list(LABELS)}, got {list(labels)[:5]}")
         super()._build_model(labels, order, classes)
 
+    def _check_labels(self, labels: Sequence[str]) -> None:
+        if tuple(labels) != LABELS:
+            raise ValueError(f"a segmenter's labels must be {list(LABELS)}, not {list(labels)[:5]}")
+
     def _labels_changed(self) -> None:
         self._allowed = np.ones((2, len(LABELS) + 1, len(LABELS)), dtype=np.uint8)
         self._allowed[:, 0, INSIDE] = 0  # a doc's first token starts a sentence

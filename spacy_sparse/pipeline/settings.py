@@ -47,6 +47,9 @@ def check_margin_decay(value: Any) -> float:
     return check_number(value, "margin_decay", low=0, high=1, low_open=True)
 
 
+MAX_LEARN_RATE = 1e4
+
+
 def check_common(cfg: Dict[str, Any]) -> Dict[str, Any]:
     """The common settings present in `cfg`, checked and normalized (a copy;
     other keys pass through)."""
@@ -57,7 +60,8 @@ def check_common(cfg: Dict[str, Any]) -> Dict[str, Any]:
         "train_margin": lambda v: check_number(v, "train_margin", low=0),
         "mode": lambda v: check_choice(v, "mode", sorted(MODES)),
         "learner": lambda v: check_choice(v, "learner", LEARNERS),
-        "learn_rate": lambda v: check_number(v, "learn_rate", low=0, low_open=True),
+        # above MAX_LEARN_RATE, weights overflow float32 within a few updates and the saved model cannot load
+        "learn_rate": lambda v: check_number(v, "learn_rate", low=0, low_open=True, high=MAX_LEARN_RATE),
         "min_updates": check_min_updates,
         "min_count": lambda v: check_min_updates(v, "min_count"),
         "word_dropout": lambda v: check_number(v, "word_dropout", low=0),
