@@ -466,7 +466,7 @@ def test_split_actions_parse_as_well_with_narrower_rows(split_parser, trained_pa
 def test_prediction_tables_hold_only_features_with_rows(trained, ewt_refs):
     """Features still counting toward min-update have table entries but no rows; the packed prediction layout
     leaves them out (most of a trained parser's entries), and parses as the saved and loaded model does."""
-    nlp, parser = train_parser(trained[0], ewt_refs["train"][:800], min_updates=4)
+    nlp, parser = train_parser(trained[0], ewt_refs["train"][:80], min_updates=4)
     model = parser.sparse
     tab = model.packed()[0]
     n_rows = int(model.n_rows[0])
