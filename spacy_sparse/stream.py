@@ -81,6 +81,11 @@ class JsonlWriter:
             data = b'{"file": ' + json.dumps(name, ensure_ascii=False).encode("utf8") + b", " + data[1:]
         return data
 
+    @classmethod
+    def encode_batch(cls, pairs: Iterable[Tuple[Doc, Any]]) -> bytes:
+        """A worker's batch as the bytes the parent writes (write_encoded)."""
+        return b"".join(cls.encode(doc, where) for doc, where in pairs)
+
     def write(self, doc: Doc, where: Union[Where, int]) -> None:
         self.write_encoded(self.encode(doc, where))
 
@@ -125,10 +130,26 @@ class DocBinWriter:
         self.n_shards = 0
         self.bin = DocBin(store_user_data=True)
 
+    @staticmethod
+    def encode_batch(pairs: Iterable[Tuple[Doc, Any]]) -> bytes:
+        """A worker's batch as one DocBin's bytes, each doc with its input line."""
+        batch = DocBin(store_user_data=True)
+        for doc, where in pairs:
+            doc.user_data["line"] = _line_of(where)
+            batch.add(doc)
+        return batch.to_bytes()
+
     def write(self, doc: Doc, where: Union[Where, int]) -> None:
         # the input line goes with the doc, so docs still match lines after a skipped one
         doc.user_data["line"] = _line_of(where)
         self.bin.add(doc)
+        if len(self.bin) >= self.shard_size:
+            self._flush()
+
+    def write_encoded(self, data: bytes) -> None:
+        """A worker's DocBin: its docs join the current shard (a shard may
+        then pass `shard_size` by up to one batch)."""
+        self.bin.merge(DocBin(store_user_data=True).from_bytes(data))
         if len(self.bin) >= self.shard_size:
             self._flush()
 
@@ -160,15 +181,12 @@ def annotate(
     stats = {"docs": 0, "words": 0} if stats is None else stats
     stats.setdefault("docs", 0)
     stats.setdefault("words", 0)
-    if n_process > 1 and hasattr(writer, "encode"):
+    if n_process > 1:
         return _annotate_in_processes(nlp, records, writer, batch_size, n_process, progress, stats)
     try:
-        if n_process > 1:  # DocBin output: spaCy's own worker processes, which send docs back
-            units: Iterable[Iterable] = [_inputs(nlp, records)]
-        else:  # units bounded in characters as well as docs, so memory is bounded by text, not docs
-            units = (_inputs(nlp, unit) for unit in work_units(records, batch_size, UNIT_CHARS))
-        for unit in units:
-            for doc, where in nlp.pipe(unit, as_tuples=True, batch_size=batch_size, n_process=n_process):
+        # units bounded in characters as well as docs, so memory is bounded by text, not docs
+        for unit in work_units(records, batch_size, UNIT_CHARS):
+            for doc, where in nlp.pipe(_inputs(nlp, unit), as_tuples=True, batch_size=batch_size):
                 _counted(lambda: writer.write(doc, where), stats, 1, len(doc))
                 if progress is not None:
                     progress(len(doc))
@@ -222,25 +240,24 @@ def _worker_start() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _worker_batch(batch: List[Tuple[Any, Any]], encode: Callable[[Doc, Any], bytes]) -> Tuple[bytes, int, int]:
+def _worker_batch(batch: List[Tuple[Any, Any]], encode_batch: Callable[[Iterable[Tuple[Doc, Any]]], bytes]
+                  ) -> Tuple[bytes, int, int]:
     """Tokenize, annotate and serialize one batch in a worker: what crosses
     back to the parent is the writer's bytes for the batch (one object to
     unpickle and write, nothing to decode or encode again), not docs."""
     assert _WORKER_NLP is not None
-    lines, words = [], 0
-    for doc, where in _WORKER_NLP.pipe(_inputs(_WORKER_NLP, batch), as_tuples=True, batch_size=len(batch)):
-        lines.append(encode(doc, where))
-        words += len(doc)
-    return b"".join(lines), len(lines), words
+    docs = list(_WORKER_NLP.pipe(_inputs(_WORKER_NLP, batch), as_tuples=True, batch_size=len(batch)))
+    return encode_batch(docs), len(docs), sum(len(doc) for doc, _ in docs)
 
 
-def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], writer: JsonlWriter,
+def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], writer: Any,
                            batch_size: int, n_process: int, progress: Optional[Callable[[int], None]],
                            stats: Dict[str, int]) -> Dict[str, int]:
-    """JSONL with n_process workers: each takes whole units (work_units)
-    through the tokenizer, the pipeline and the JSON writer (the parts that
-    hold the GIL), the parent only reads lines and writes the results in
-    input order, so the output is byte-identical to one process. At most two
+    """n_process workers: each takes whole units (work_units) through the
+    tokenizer, the pipeline and the writer's encoder (`encode_batch`: the
+    parts that hold the GIL), the parent only reads records and writes the
+    results in input order, so JSONL and CoNLL-U are byte-identical to one
+    process (DocBin shards hold the same docs). At most two
     units per worker are in flight, so memory stays bounded. Workers are
     forked with the loaded pipeline (nothing is pickled or loaded again),
     after the parent has run it once, so they inherit every kernel compiled
@@ -285,7 +302,7 @@ def _annotate_in_processes(nlp: Language, records: Iterable[Tuple[str, int]], wr
     pool = ProcessPoolExecutor(n_process, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start)
     try:
         for batch in work_units(records, batch_size, UNIT_CHARS):
-            pending.append(pool.submit(_worker_batch, batch, writer.encode))
+            pending.append(pool.submit(_worker_batch, batch, writer.encode_batch))
             while len(pending) >= 2 * n_process:
                 emit(pending.popleft())
         while pending:

@@ -168,6 +168,16 @@ def test_bad_lines_are_reported_and_skipped(tmp_path):
     assert [json.loads(x)["line"] for x in out.read_text().splitlines()] == [1, 6]
 
 
+def test_a_deeply_nested_json_line_costs_only_itself(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"text": "Before it ."}\n' + b"[" * 200_000 + b'\n{"text": "After it ."}\n')
+    out = tmp_path / "out.jsonl"
+    proc = run_tag(str(src), str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "line 2: invalid JSON" in proc.stderr.decode()
+    assert [json.loads(x)["line"] for x in out.read_text().splitlines()] == [1, 3]
+
+
 def test_a_lone_surrogate_costs_only_its_own_line(tmp_path):
     """Valid JSON whose text is not valid Unicode goes through the bad-line path; the docs around it are written."""
     src = tmp_path / "in.jsonl"
@@ -339,7 +349,14 @@ def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
         assert proc.returncode == 0, proc.stderr
         assert "line 8: invalid UTF-8" in proc.stderr.decode()
         outs.append(out.read_bytes())
+        assert run_tag(str(src), str(tmp_path / f"out{n}.conllu"), "--batch-size", "16", "--n-process", n).returncode == 0
+        assert run_tag(str(src), str(tmp_path / f"out{n}.spacy"), "--batch-size", "16", "--n-process", n).returncode == 0
     assert outs[0] == outs[1] and outs[0].count(b"\n") == len(lines) - 1
+    assert (tmp_path / "out1.conllu").read_bytes() == (tmp_path / "out2.conllu").read_bytes()
+    nlp = spacy.blank("en")
+    docs = [[(d.user_data["line"], d.to_json()) for p in sorted((tmp_path / f"out{n}.spacy").glob("*.spacy"))
+             for d in DocBin().from_disk(p).get_docs(nlp.vocab)] for n in "12"]
+    assert docs[0] == docs[1] and len(docs[0]) == len(lines) - 1
 
 
 def test_worker_processes_leave_the_parents_collector_as_it_was():
@@ -373,7 +390,8 @@ def test_work_units_are_cut_by_docs_or_by_characters(ewt_refs):
     assert all(len(unit) <= 3 for unit in work_units(records, 3, 10**9))
 
 
-def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path):
+@pytest.mark.parametrize("name", ["out.jsonl", "out.spacy"])
+def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path, name):
     """A tag worker killed mid-run (OOM killer, say): the command stops with an error naming the cause, the
     output holds whole lines only, and nothing waits forever for the lost batch."""
     import signal
@@ -383,11 +401,18 @@ def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path):
 
     src = tmp_path / "in.txt"
     src.write_text("The ferry left the harbour at dawn , and the passengers saw the cliffs .\n" * 100_000)
-    out = tmp_path / "out.jsonl"
+    out = tmp_path / name
     proc = subprocess.Popen([sys.executable, "-m", "spacy_sparse", "tag", "default-tagger", str(src), str(out),
-                             "--quiet", "--batch-size", "100", "--n-process", "2"], cwd=ROOT, stderr=subprocess.PIPE)
+                             "--quiet", "--batch-size", "100", "--n-process", "2", "--shard-size", "2000"], cwd=ROOT,
+                            stderr=subprocess.PIPE)
     start = time.time()
-    while (not out.exists() or out.stat().st_size < 50_000) and time.time() - start < 120:
+
+    def written() -> int:
+        if not out.exists():
+            return 0
+        return out.stat().st_size if out.is_file() else sum(p.stat().st_size for p in out.glob("part-*.spacy"))
+
+    while written() < 50_000 and time.time() - start < 120:
         time.sleep(0.2)
     children = psutil.Process(proc.pid).children(recursive=True)
     assert children
@@ -395,5 +420,9 @@ def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode not in (0, None)
     assert "worker process died" in err.decode()
+    if name.endswith(".spacy"):  # every shard written is whole
+        docs = [d for p in sorted(out.glob("part-*.spacy")) for d in DocBin().from_disk(p).get_docs(spacy.blank("en").vocab)]
+        assert docs and all(t.tag_ for d in docs for t in d)
+        return
     lines = out.read_text(encoding="utf8").splitlines()
     assert lines and all(json.loads(line)["tokens"] for line in lines)
