@@ -58,6 +58,19 @@ def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     assert {library[k] for k in compiled.NO_AVX512} == {name + compiled.NARROW_SUFFIX}
     assert {library[k] for k in compiled.ENTRY_KERNELS if k not in compiled.NO_AVX512} == {name}
 
+    # a truncated library (a build cut short, a full disk) or one writable by others is never mapped: the jit serves
+    lib = tmp_path / index["libraries"][name]["file"]
+    data = lib.read_bytes()
+    probe = [sys.executable, "-c", "from spacy_sparse.kernels import compiled; print(bool(compiled.COMPILED))"]
+    lib.write_bytes(data[:len(data) // 2])
+    cut = subprocess.run(probe, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert cut.returncode == 0 and cut.stdout.strip() == "False", cut.stderr[-2000:]
+    lib.write_bytes(data)
+    os.chmod(lib, 0o666)
+    assert subprocess.run(probe, env=env, cwd=ROOT, capture_output=True, text=True).stdout.strip() == "False"
+    os.chmod(lib, 0o644)
+    assert subprocess.run(probe, env=env, cwd=ROOT, capture_output=True, text=True).stdout.strip() == "True"
+
     # a pipeline with float weights, as the float recipes train and save them
     import spacy_sparse
     from spacy_sparse.cli.run import as_float_weights
@@ -71,6 +84,48 @@ def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     assert aot_digest == jit_digest
     assert jit_numba and not aot_numba  # loading and labelling did not even import numba
     assert not aot_masked  # nor numpy.ma (numba's typing imports it, so only without numba)
+
+
+def test_a_library_is_mapped_only_if_it_is_the_file_built(tmp_path, monkeypatch):
+    """The index names each library with its size and SHA-256: a planted or altered file is not loaded, and a
+    file someone else may write is not trusted."""
+    import hashlib
+
+    monkeypatch.setenv("SPACY_SPARSE_AOT_DIR", str(tmp_path))
+    os.chmod(tmp_path, 0o755)
+    lib = tmp_path / "_spacy_sparse_aot_x.cpython-311-x86_64-linux-gnu.so"
+    lib.write_bytes(b"\x7fELF planted")
+    os.chmod(lib, 0o644)
+    real = {"file": lib.name, "bytes": lib.stat().st_size, "sha256": hashlib.sha256(lib.read_bytes()).hexdigest()}
+    assert compiled._load_library(dict(real, sha256="0" * 64)) is None  # never handed to the loader
+    assert compiled._load_library(dict(real, bytes=3)) is None
+    with pytest.raises(ImportError):  # the recorded file is handed to Python's loader (which refuses this one)
+        compiled._load_library(real)
+    os.chmod(lib, 0o666)
+    assert not compiled._trusted(lib) and compiled._load_library(real) is None
+    os.chmod(lib, 0o644)
+    os.chmod(tmp_path, 0o777)
+    assert not compiled._trusted(lib)
+    os.chmod(tmp_path, 0o755)
+
+
+def test_the_build_key_covers_every_module_the_kernels_import():
+    """A constant changed in codes.py (or any module a kernel imports) must change the key of numba's cache and of
+    the build, or stale kernels run."""
+    import re
+
+    from spacy_sparse.kernels import sources
+
+    listed = {(sources.KERNEL_DIR / name).resolve() for name in sources.SOURCES}
+    for name in sources.SOURCES:
+        text = (sources.KERNEL_DIR / name).read_text(encoding="utf8")
+        base = (sources.KERNEL_DIR / name).resolve().parent
+        for dots, module in re.findall(r"^\s*from (\.+)(\w+) import", text, re.M):
+            target = base
+            for _ in range(len(dots) - 1):
+                target = target.parent
+            path = (target / f"{module}.py").resolve()
+            assert path in listed, f"{name} imports {path.name}, which the build key does not cover"
 
 
 def test_a_build_for_other_sources_or_a_broken_one_is_not_loaded(tmp_path, monkeypatch):

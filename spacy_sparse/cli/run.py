@@ -54,8 +54,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ..kernels import compiled
 
     if not compiled.COMPILED:
-        msg.info("The kernels ran through numba's jit: `python -m spacy_sparse compile-kernels` (once, a few "
-                 "seconds) makes every new process start about half a second sooner")
+        msg.info("The kernels ran through numba's jit: `python -m spacy_sparse compile-kernels` (once, under a "
+                 "minute) makes every new process start about half a second sooner")
     if not args.data:
         return 0
     if args.max_epochs is not None and args.max_epochs < 1:

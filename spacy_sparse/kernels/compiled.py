@@ -16,9 +16,13 @@ kernel runs: the same code, so the same results (a test compares both on EWT).
 Nothing here imports numba unless a kernel falls back to the jit: with a
 build, a process that loads and labels never imports it (another 0.15 s).
 
-A build is keyed by a hash of the kernels' sources, the numba, numpy and
-Python versions and the CPU's model and flags; one built for other sources or
-another processor is never loaded. It lives
+A build is keyed by a hash of the kernels' sources (sources.py: every module
+whose code or constants they compile), the numba, numpy and Python versions
+and the CPU's model and flags; one built for other sources or another
+processor is never loaded. Its index records each library's file, size and
+SHA-256, and a library is mapped only if it is exactly that file, owned by
+this user (or root) and writable by no one else; builds are moved into
+place only once they are on disk. It lives
 beside numba's own cache (`kernels/__pycache__`), or in $SPACY_SPARSE_AOT_DIR.
 SPACY_SPARSE_AOT=0 turns it off.
 
@@ -229,8 +233,11 @@ def _load() -> Dict[str, List[Tuple[Check, Callable]]]:
         index_path = build_dir() / f"{name}.json"
         if not index_path.exists():
             return {}
+        if not _trusted(index_path):
+            return {}
         index = json.loads(index_path.read_text(encoding="utf8"))
-        modules = {library: _load_library(library) for library in {e["library"] for e in index["exports"]}}
+        libraries = index["libraries"]
+        modules = {library: _load_library(libraries[library]) for library in {e["library"] for e in index["exports"]}}
         if any(module is None for module in modules.values()):
             return {}
         out: Dict[str, List[Tuple[Check, Callable]]] = {}
@@ -243,15 +250,45 @@ def _load() -> Dict[str, List[Tuple[Check, Callable]]]:
         return {}  # a broken or foreign build: the jitted kernels serve
 
 
-def _load_library(name: str) -> Any:
-    """The build's extension module `name`, or None if it is missing."""
-    library = next(iter(sorted(build_dir().glob(f"{name}.*.so"))), None) or build_dir() / f"{name}.so"
+def _trusted(path: Path) -> bool:
+    """A regular file that this user (or root) owns and that no one else
+    may write, in a directory no one else may write: nothing planted by
+    another user is loaded as native code."""
+    try:
+        for p in (path.parent, path):
+            st = p.lstat()
+            if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+                return False
+        return path.is_file() and not path.is_symlink()
+    except (OSError, AttributeError):  # no getuid: not a POSIX system, no build
+        return False
+
+
+def _load_library(entry: Dict[str, Any]) -> Any:
+    """The extension module the index records (its file, size and
+    SHA-256), or None if the file is missing, untrusted, or not the one
+    built (truncated, replaced): a bad library is never mapped."""
+    library = build_dir() / Path(entry["file"]).name
+    if not _trusted(library) or library.stat().st_size != entry["bytes"]:
+        return None
+    data = library.read_bytes()
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        return None
+    name = entry["file"].split(".")[0]
     spec = importlib.util.spec_from_file_location(name, library)
-    if spec is None or spec.loader is None or not library.exists():
+    if spec is None or spec.loader is None:
         return None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _durable_replace(source: Path, target: Path) -> None:
+    """Move `source` to `target` once its bytes are on disk, so a crash
+    never leaves a truncated file under the final name."""
+    with open(source, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(source, target)
 
 
 COMPILED = _load()
@@ -314,6 +351,7 @@ def build(signatures: Dict[str, List[Any]], verbose: bool = False) -> Path:
     # maps a half-written library
     staging = Path(tempfile.mkdtemp(prefix=".aot-", dir=out_dir))
     exports: List[Dict[str, Any]] = []
+    libraries: Dict[str, Dict[str, Any]] = {}
     try:
         for wide in (True, False):
             library_name = name if wide else name + NARROW_SUFFIX
@@ -321,13 +359,17 @@ def build(signatures: Dict[str, List[Any]], verbose: bool = False) -> Path:
             made = _compile_library(library_name, part, staging, wide, verbose)
             if made:
                 library = next(staging.glob(f"{library_name}.*"))
-                os.replace(library, out_dir / library.name)
+                data = library.read_bytes()
+                libraries[library_name] = {"file": library.name, "bytes": len(data),
+                                           "sha256": hashlib.sha256(data).hexdigest()}
+                _durable_replace(library, out_dir / library.name)
                 exports.extend(dict(export, library=library_name) for export in made)
         if not exports:
             raise ValueError("no kernel signature to compile (run the pipelines first)")
         index = staging / f"{name}.json"
-        index.write_text(json.dumps({"fingerprint": fingerprint(), "exports": exports}), encoding="utf8")
-        os.replace(index, out_dir / index.name)
+        index.write_text(json.dumps({"fingerprint": fingerprint(), "libraries": libraries, "exports": exports}),
+                         encoding="utf8")
+        _durable_replace(index, out_dir / index.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out_dir / f"{name}.json"
