@@ -250,3 +250,25 @@ def test_initialize_rejects_bad_get_examples_like_the_builtin(ours, builtin, lab
             pipe.initialize(bad, nlp=nlp)
         errors.append(type(err.value))
     assert errors[0] is errors[1] is TypeError
+
+
+@pytest.mark.parametrize("name", ["sparse_tagger", "sparse_parser", "sparse_senter", "sparse_morphologizer"])
+def test_set_annotations_writes_on_the_docs_it_is_given(name):
+    """`set_annotations(docs, predict(copies))` annotates `docs`, as spaCy's components do, and leaves the
+    copies `predict` saw as they were."""
+    import spacy_sparse
+
+    nlp = spacy_sparse.load_default()
+    pipe = nlp.get_pipe(name)
+    docs = [nlp.make_doc(t) for t in ["The ferry left at dawn. Nobody saw it go.", "Send me the figures\nby Friday."]]
+    for before in nlp.pipe_names[:nlp.pipe_names.index(name)]:  # what the component reads
+        docs = [nlp.get_pipe(before)(d) for d in docs]
+    expected = [pipe(d.copy()) for d in docs]
+    copies = [d.copy() for d in docs]
+    untouched = [c.to_bytes() for c in copies]
+    pipe.set_annotations(docs, pipe.predict(copies))
+    attr = {"sparse_tagger": "tag_", "sparse_parser": "dep_", "sparse_senter": "is_sent_start",
+            "sparse_morphologizer": "morph"}[name]
+    for doc, want in zip(docs, expected):
+        assert [str(getattr(t, attr)) for t in doc] == [str(getattr(t, attr)) for t in want]
+    assert [c.to_bytes() for c in copies] == untouched

@@ -419,7 +419,10 @@ class SparsePipe(TrainablePipe):
         """Write the predictions of `predict(docs)` onto the docs; whitespace
         tokens get spaCy's values for them (views.py)."""
         docs = list(docs)
-        views = getattr(predictions, "views", None) or Views(docs)
+        views = getattr(predictions, "views", None)
+        if views is None or len(views.sources) != len(docs) or any(a is not b for a, b in zip(views.sources, docs)):
+            # predictions made for other docs (copies, say) are written on these, as spaCy's components do
+            views = Views(docs)
         self._set_annotations(views.docs, tuple(predictions))
         views.write_back(docs, self.writes)
 

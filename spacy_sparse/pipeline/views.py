@@ -96,6 +96,7 @@ class Views:
             rows, values, generation = columns.lex_rows(docs, lexicon)
             space = values[rows, LEX_COLUMN["is_space"]] != 0
         spaced = columns.any_per_doc(space)
+        self.sources: List[Doc] = list(docs)  # the docs the views were made of
         self.docs: List[Doc] = list(docs)
         # per doc: the positions of its words (None: the doc is its own view)
         self.keep: List[Optional[np.ndarray]] = [None] * len(self.docs)
