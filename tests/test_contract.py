@@ -272,3 +272,19 @@ def test_set_annotations_writes_on_the_docs_it_is_given(name):
     for doc, want in zip(docs, expected):
         assert [str(getattr(t, attr)) for t in doc] == [str(getattr(t, attr)) for t in want]
     assert [c.to_bytes() for c in copies] == untouched
+
+
+def test_the_old_negative_entity_notation_is_refused_as_spacy_refuses_it():
+    nlp = spacy.blank("en")
+    ner = nlp.add_pipe("sparse_ner")
+    ner.add_label("PERSON")
+    nlp.initialize()
+    doc = nlp.make_doc("Who is Shaka Khan?")
+    example = Example.from_dict(doc, {"entities": [(7, 17, "!PERSON")]})
+    with pytest.raises(ValueError, match="negative sample"):
+        nlp.update([example])
+    builtin = spacy.blank("en")
+    builtin.add_pipe("ner").add_label("PERSON")
+    builtin.initialize()
+    with pytest.raises(ValueError):
+        builtin.update([Example.from_dict(builtin.make_doc("Who is Shaka Khan?"), {"entities": [(7, 17, "!PERSON")]})])

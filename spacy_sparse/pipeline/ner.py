@@ -7,7 +7,7 @@ through, so the output is always a valid set of spans. Entities already on
 a doc (from an entity_ruler, say) are kept: their tokens are fixed labels,
 and predictions fill in around them.
 """
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.attrs import ENT_IOB, ENT_TYPE
@@ -33,6 +33,17 @@ def ner_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
 @registry.scorers("spacy_sparse.ner_scorer.v1")
 def make_ner_scorer() -> Callable:
     return ner_score
+
+
+def _entity_types(examples: Iterable[Example]) -> Set[str]:
+    """The entity types of the examples' references. spaCy's old "!TYPE"
+    notation for negative samples is refused, as spaCy's NER refuses it."""
+    types = {ent.label_ for eg in examples for ent in eg.reference.ents}
+    negative = sorted(t for t in types if t.startswith("!"))
+    if negative:
+        raise ValueError(f"The entity notation {negative[0]!r} (a negative sample) is not supported: put the spans "
+                         "a type must not cover in doc.spans under the component's incorrect_spans_key instead")
+    return types
 
 
 def biluo_moves(types: Sequence[str]) -> List[str]:
@@ -132,7 +143,7 @@ class SparseNER(SequencePipe):
         self.cfg["labels"] = list(self._types)
 
     def _labels_from(self, examples: Iterable[Example]) -> List[str]:
-        return sorted({ent.label_ for eg in examples for ent in eg.reference.ents})
+        return sorted(_entity_types(examples))
 
     def _outputs_of(self, label: str) -> List[str]:
         if label[:2] in {f"{p}-" for p in PREFIXES}:
@@ -140,8 +151,7 @@ class SparseNER(SequencePipe):
         return [f"{p}-{label}" for p in PREFIXES]
 
     def _labels_in(self, examples: List[Example]) -> Iterable[str]:
-        known = set(self._types)
-        return sorted({e.label_ for eg in examples for e in eg.reference.ents} - known)
+        return sorted(_entity_types(examples) - set(self._types))
 
     def _word_labels(self, examples: Iterable[Example]):
         for eg in examples:
