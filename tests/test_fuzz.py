@@ -62,6 +62,34 @@ def _random_value(rng: np.random.Generator) -> Any:
     return kinds[int(rng.integers(len(kinds)))]()
 
 
+PREFIXES = ["SHIFT", "LEFT-", "RIGHT-", "ROOT-", "MOVE-", "ARC-", "O", "B-", "I-", "L-", "U-", "S", ""]
+
+
+def _plausible_labels(labels: List[Any], rng: np.random.Generator) -> List[Any]:
+    """The same number of distinct labels (so the rows still decode), named as some task names its labels but
+    shuffled, or with a quarter of them (or every one of one kind) given another kind: what a checksum cannot
+    catch, and what a kernel must never meet unchecked."""
+    items = [str(x) for x in labels]
+    how = int(rng.integers(3))
+    if how == 0:
+        rng.shuffle(items)
+        return items
+    kinds = sorted({x.split("-", 1)[0] for x in items})
+    kind = kinds[int(rng.integers(len(kinds)))]
+    chosen = [k for k, x in enumerate(items) if x.split("-", 1)[0] == kind] if how == 2 else \
+        rng.choice(len(items), size=max(1, len(items) // 4), replace=False).tolist()
+    for k in chosen:
+        prefix = PREFIXES[int(rng.integers(len(PREFIXES)))]
+        body = items[k].split("-", 1)[-1]
+        items[k] = prefix if prefix in ("SHIFT", "O", "S", "") else prefix + body
+    seen: Dict[str, int] = {}
+    for k, x in enumerate(items):  # distinct, as a loadable file's labels are
+        seen[x] = seen.get(x, 0) + 1
+        if seen[x] > 1:
+            items[k] = f"{x}-{seen[x]}" if "-" in x else f"{x}{seen[x]}"
+    return items
+
+
 def _mutate(msg: Dict[str, Any], rng: np.random.Generator) -> Dict[str, Any]:
     """One to three structural changes a file with a valid checksum could carry."""
     bad = dict(msg)
@@ -70,7 +98,9 @@ def _mutate(msg: Dict[str, Any], rng: np.random.Generator) -> Dict[str, Any]:
         key = keys[int(rng.integers(len(keys)))]
         value = bad.get(key)
         choice = int(rng.integers(6))
-        if choice == 0:
+        if key == "labels" and isinstance(value, list) and value and choice < 3:
+            bad[key] = _plausible_labels(value, rng)  # names a task knows, in an order or set its kernels cannot run
+        elif choice == 0:
             bad.pop(key, None)
         elif choice == 1 or value is None:
             bad[key] = _random_value(rng)
@@ -194,3 +224,26 @@ def test_random_inputs_never_crash_and_give_valid_output(small_models):
     # one text at a time, and a doc with no tokens
     assert len(nlp("")) == 0
     assert len(nlp(Doc(nlp.vocab, words=[]))) == 0
+
+
+def test_relabelled_model_files_load_with_a_value_error_or_label_text(small_models):
+    """Files whose labels are renamed, shuffled or all one name (the count kept, so the rows still decode and the
+    checksum is valid): each component refuses them or labels text; none sends its kernel outside its arrays."""
+    rng = np.random.default_rng(20261129)
+    text = small_models.make_doc("The ferry left the harbour at dawn , and Maria saw 42 gulls .")
+    refused = 0
+    for name in ("sparse_tagger", "sparse_ner", "sparse_parser", "sparse_senter"):
+        pipe = small_models.get_pipe(name)
+        msg = codec.unseal(pipe.sparse.to_bytes())
+        for _ in range(60):
+            blob = codec.seal(dict(msg, labels=_plausible_labels(list(msg["labels"]), rng)))
+            other = type(pipe)(small_models.vocab, name, **{k: v for k, v in pipe.cfg.items() if k != "labels"},
+                               scorer=None)
+            try:
+                other._load_model(blob)
+            except ValueError:
+                refused += 1
+                continue
+            doc = other(text.copy())
+            assert len(doc) == len(text)
+    assert refused > 100
