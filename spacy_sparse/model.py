@@ -179,6 +179,12 @@ class SparseLinearModel:
         training kernel runs, so kernels never need to grow arrays."""
         if self.closed:
             n_new = 0
+        n_rows, n_labels = int(self.n_rows[0]), max(1, self.n_labels)
+        if n_rows * n_labels > codec.MAX_DENSE_CELLS or n_labels > codec.MAX_LABELS:
+            # stop before a model is saved that no loader takes (or the rows fill the memory)
+            raise ValueError(f"The model holds {n_rows:,} features of {n_labels:,} labels, beyond what a model "
+                             f"file may hold ({codec.MAX_DENSE_CELLS:,} weights): use fewer labels "
+                             "(min_label_count), fewer templates, or min_updates")
         need = self.tab_count + n_new
         caps = np.diff(self.tab_off)
         if np.any(need + 1 > caps * TRAINING_LOAD):

@@ -218,3 +218,18 @@ def test_row_arrays_grow_in_place_and_keep_their_rows():
     h.U = np.ones(3, dtype=np.int32)
     grow_rows(h, "U", 5)  # small arrays stay plain
     assert _own_mapping(h.U) is None and h.U.tolist() == [1, 1, 1, 0, 0]
+
+
+def test_training_stops_before_a_model_no_loader_takes(ewt_refs, monkeypatch):
+    """Features x labels past the loader's limit: the next update raises with what to change, instead of training
+    on (into the memory's limit) and saving a file that is then refused."""
+    from conftest import to_examples
+
+    monkeypatch.setattr(codec, "MAX_DENSE_CELLS", 20_000)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sparse_tagger")
+    train = to_examples(nlp, ewt_refs["train"][:20])
+    nlp.initialize(lambda: train)
+    with pytest.raises(ValueError, match="beyond what a model file may hold"):
+        for i in range(0, len(train), 2):
+            nlp.update(train[i:i + 2])
