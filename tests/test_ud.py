@@ -280,3 +280,19 @@ def test_a_huge_line_is_read_in_pieces_in_bounded_memory(fmt):
     expected = list(split_long(text, 50_000))
     assert lengths[:-1] == [len(p) for p in expected][:len(lengths) - 1] and sum(lengths) == len(text) + (fmt == "whole")
     assert joined == expected[:3] and peak < 2_000_000  # a few pieces and chunks, not 24 MB
+
+
+def test_a_broken_conllu_sentence_costs_only_itself(tmp_path):
+    """tag over CoNLL-U: a sentence with ids out of order is reported with its line and skipped, the others are
+    annotated; with --on-error fail the run stops there with exit code 1, the sentences before it written."""
+    good = "\n".join(THE_DOG) + "\n\n"
+    broken = "# sent_id = b\n" + "\n".join([row(1, "Hi", 0, "root"), row(3, "there", 1, "dep")]) + "\n\n"
+    src = tmp_path / "in.conllu"
+    src.write_text(good + broken + good, encoding="utf8")
+    proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", str(src), str(tmp_path / "o.conllu"),
+                           "--quiet"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and "sentence at line 5" in proc.stderr and "word id '3'" in proc.stderr
+    assert (tmp_path / "o.conllu").read_text(encoding="utf8").count("\tbarks\t") == 2
+    proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", str(src), str(tmp_path / "f.conllu"),
+                           "--quiet", "--on-error", "fail"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1 and (tmp_path / "f.conllu").read_text(encoding="utf8").count("\tbarks\t") == 1
