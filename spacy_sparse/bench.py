@@ -25,12 +25,11 @@ from spacy.training import Example
 from .kernels.rows import HOT, span_values
 from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
 from .pipeline.base import SparsePipe
-from .pipeline.settings import check_margin_decay
+from .pipeline.settings import ACCURACY_KEYS, check_margin_decay
 from .pipeline.views import Views
 from .readers import PARAGRAPHS_KEY, bare_copy, in_lines, recased
 
 # The score each task is judged by, first match wins.
-ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f", "morph_acc", "lemma_acc")
 TEXT_MODES = ("raw", "lines", "gold", "lower", "upper")
 
 

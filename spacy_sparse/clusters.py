@@ -39,6 +39,7 @@ import numpy as np
 from spacy.strings import get_string_id
 
 from .arrays import unique
+from .fields import array_field, zipped
 
 SHIPPED = {"en_brown_1000": "en_brown_1000.msgpack"}
 FORMAT_NAME = "spacy-sparse-clusters"
@@ -321,27 +322,23 @@ def resolve(source: Union[str, Path], lang: str = "en") -> ClusterTable:
 
 def encode(table: ClusterTable) -> Dict[str, object]:
     """The stored form: sorted keys as steps and the paths, both zipped."""
-    from .codec import _zipped
-
     keys = table.keys.astype(np.uint64)
-    out = {"cluster_keys": _zipped(np.diff(keys, prepend=np.uint64(0))), "cluster_paths": _zipped(table.paths)}
+    out = {"cluster_keys": zipped(np.diff(keys, prepend=np.uint64(0))), "cluster_paths": zipped(table.paths)}
     if table.has_stats:
-        out["cluster_stats"] = _zipped(table.stats)
+        out["cluster_stats"] = zipped(table.stats)
     if table.has_senses:
-        out["cluster_senses"] = _zipped(table.senses)
+        out["cluster_senses"] = zipped(table.senses)
     return out
 
 
 def decode(msg: Dict[str, object]) -> ClusterTable:
     """Inverse of encode; a model written before clusters has none."""
-    from .codec import _array
-
     if "cluster_keys" not in msg and "cluster_paths" not in msg:
         return ClusterTable()
-    steps = _array(msg, "cluster_keys", (np.uint64,), 1, limit=MAX_ENTRIES)
-    paths = _array(msg, "cluster_paths", (np.uint64,), 1, limit=MAX_ENTRIES)
-    stats = _array(msg, "cluster_stats", (np.uint8,), 1, limit=MAX_ENTRIES) if "cluster_stats" in msg else None
-    senses = _array(msg, "cluster_senses", (np.uint16,), 1, limit=MAX_ENTRIES) if "cluster_senses" in msg else None
+    steps = array_field(msg, "cluster_keys", (np.uint64,), 1, limit=MAX_ENTRIES)
+    paths = array_field(msg, "cluster_paths", (np.uint64,), 1, limit=MAX_ENTRIES)
+    stats = array_field(msg, "cluster_stats", (np.uint8,), 1, limit=MAX_ENTRIES) if "cluster_stats" in msg else None
+    senses = array_field(msg, "cluster_senses", (np.uint16,), 1, limit=MAX_ENTRIES) if "cluster_senses" in msg else None
     keys = np.cumsum(steps, dtype=np.uint64)
     if keys.size and int(keys.max()) > 0xFFFFFFFF:
         raise ValueError("Corrupt model: the cluster table is damaged")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import clusters as word_clusters
+from .fields import array_field, zipped, zipped_bytes
 from .kernels.compiled import expand_rows
 from .kernels.layout import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
 
@@ -119,11 +120,11 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
         "labels": list(model.labels),
         # features are stored grouped by template, in template order
         "template_features": counts,
-        "feature_key": _zipped(_steps_within(keys_of_row[keep].astype(np.int64), counts)),
+        "feature_key": zipped(_steps_within(keys_of_row[keep].astype(np.int64), counts)),
         # sorted 64-bit hashes, stored as steps (uint64 arithmetic)
-        "class_keys": _zipped(np.diff(class_keys, prepend=np.uint64(0))),
+        "class_keys": zipped(np.diff(class_keys, prepend=np.uint64(0))),
         # few distinct values: whole 8-byte repeats zip best
-        "class_values": _zipped(np.array([model.lex_classes[k] for k in class_keys.tolist()], dtype=np.uint64),
+        "class_values": zipped(np.array([model.lex_classes[k] for k in class_keys.tolist()], dtype=np.uint64),
                                 planes=False),
     }
     if model.lex_clusters:
@@ -153,7 +154,7 @@ def decode(msg: Any) -> "SparseLinearModel":
         raise ValueError(f"Corrupt model: {len(msg['labels']):,} labels (at most {MAX_LABELS:,})")
     model = SparseLinearModel(msg["templates"], msg["labels"])
     n_tpl, n_labels = len(model.templates), len(model.labels)
-    counts = _array(msg, "template_features", (np.int64,), 1)
+    counts = array_field(msg, "template_features", (np.int64,), 1)
     if counts.shape[0] != n_tpl or np.any(counts < 0):
         raise ValueError("Corrupt model: feature counts per template do not add up")
     total = int(counts.sum(dtype=np.float64))  # float: a hostile sum cannot wrap around
@@ -161,7 +162,7 @@ def decode(msg: Any) -> "SparseLinearModel":
         raise ValueError(f"Corrupt model: {total:,} features of {n_labels:,} labels is beyond what this build loads")
     version = msg["version"]
     key_types = {1: (np.uint64,), 2: (np.uint64,), 3: (np.uint32,)}.get(version, UINTS)
-    keys = _array(msg, "feature_key", key_types, 1, limit=total)
+    keys = array_field(msg, "feature_key", key_types, 1, limit=total)
     n = keys.shape[0]
     if counts.sum() != n:
         raise ValueError("Corrupt model: feature counts per template do not add up")
@@ -182,8 +183,8 @@ def decode(msg: Any) -> "SparseLinearModel":
         raise ValueError("Corrupt model: invalid feature keys or weights")
     if not model.load_features(tpl, keys, ptr, lab, val, coded):
         raise ValueError("Corrupt model: duplicate features")
-    class_keys = _array(msg, "class_keys", (np.uint64,), 1, limit=MAX_CLASSES)
-    class_values = _array(msg, "class_values", (np.uint64,), 1, limit=MAX_CLASSES)
+    class_keys = array_field(msg, "class_keys", (np.uint64,), 1, limit=MAX_CLASSES)
+    class_values = array_field(msg, "class_values", (np.uint64,), 1, limit=MAX_CLASSES)
     if version >= 4:
         class_keys = np.cumsum(class_keys, dtype=np.uint64)
     if class_keys.shape != class_values.shape:
@@ -264,17 +265,6 @@ def _check_format(msg: Any) -> None:
         raise ValueError("Corrupt model: a label is empty or named twice")
 
 
-def _array(msg: Dict[str, Any], name: str, dtypes, ndim: int, limit: Optional[int] = None) -> np.ndarray:
-    """A field as an array of one of `dtypes`; a compressed field may
-    declare at most `limit` items, checked before it is inflated."""
-    arr = msg.get(name)
-    if isinstance(arr, dict):
-        arr = _unzipped(arr, name, limit)
-    if not isinstance(arr, np.ndarray) or arr.ndim != ndim or arr.dtype not in [np.dtype(d) for d in dtypes]:
-        raise ValueError(f"Corrupt model: field {name!r} is missing or has the wrong type")
-    return arr
-
-
 def codes_of(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
     """(book, codes): the distinct values, sorted, and each value's index
     in them, when `values` take at most `limit` distinct values; else
@@ -308,7 +298,7 @@ def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> D
     are stored once (with an index per feature) when that zips smaller."""
     entry_dt = _index_dtype(max(0, n_entries - 1))
     len_dt = _index_dtype(int(row_len.max()) if row_len.size else 0)
-    plain = {"row_length": _zipped(row_len.astype(len_dt)), "row_entry": _zipped(entries.astype(entry_dt))}
+    plain = {"row_length": zipped(row_len.astype(len_dt)), "row_entry": zipped(entries.astype(entry_dt))}
     if row_len.size < 2:
         return plain
     same = _same_rows(row_len, entries)
@@ -326,10 +316,10 @@ def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> D
     rank[order] = np.arange(order.size)
     first, index = first[order], rank[index]
     u_len = row_len[first]
-    merged = {"row_length": _zipped(u_len.astype(len_dt)),
-              "row_entry": _zipped(entries[_gather_ranges(starts[first], u_len)].astype(entry_dt)),
-              "feature_row": _zipped(index.astype(_index_dtype(first.size - 1)))}
-    return merged if _zipped_bytes(merged) < _zipped_bytes(plain) else plain
+    merged = {"row_length": zipped(u_len.astype(len_dt)),
+              "row_entry": zipped(entries[_gather_ranges(starts[first], u_len)].astype(entry_dt)),
+              "feature_row": zipped(index.astype(_index_dtype(first.size - 1)))}
+    return merged if zipped_bytes(merged) < zipped_bytes(plain) else plain
 
 
 def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -413,54 +403,6 @@ def _fold_legacy(keys, tpl, ptr, lab, val):
     return keys[keep], tpl[keep], new_ptr, labels, values
 
 
-def _zipped(arr: np.ndarray, planes: bool = True) -> Dict[str, Any]:
-    """A 1-d unsigned array, zlib-compressed. With `planes`, its bytes go
-    plane by plane (all low bytes, then the next...): the high bytes of
-    small numbers are mostly zero and pack to almost nothing."""
-    arr = np.ascontiguousarray(arr)
-    raw = arr.view(np.uint8).reshape(-1, arr.dtype.itemsize).T.tobytes() if planes else arr.tobytes()
-    return {"zlib": zlib.compress(raw, 6), "dtype": arr.dtype.str, "size": int(arr.size), "planes": planes}
-
-
-def _zipped_bytes(fields: Dict[str, Dict[str, Any]]) -> int:
-    return sum(len(f["zlib"]) for f in fields.values())
-
-
-def _unzipped(field: Dict[str, Any], name: str, limit: Optional[int] = None) -> np.ndarray:
-    """A 1-d array stored by _zipped (version 3: without planes). The
-    declared size, held to `limit` (what the file's own counts allow) before
-    anything is inflated, bounds what is inflated, so a corrupt or hostile
-    file cannot exhaust memory."""
-    data, dtype, size = field.get("zlib"), field.get("dtype"), field.get("size")
-    planes = field.get("planes", False)
-    if not isinstance(data, bytes) or dtype not in ("|u1", "<u2", "<u4", "<u8") or not isinstance(size, int) \
-            or not isinstance(planes, bool):
-        raise ValueError(f"Corrupt model: field {name!r} is not a valid compressed array")
-    width = np.dtype(dtype).itemsize
-    n_bytes = size * width
-    if size < 0 or n_bytes > 1100 * len(data) + 64:  # beyond what zlib can reach
-        raise ValueError(f"Corrupt model: field {name!r} declares an impossible size")
-    if limit is not None and size > limit:
-        raise ValueError(f"Corrupt model: field {name!r} declares {size:,} items where the file's counts allow "
-                         f"{limit:,}")
-    inflate = zlib.decompressobj()
-    try:
-        raw = inflate.decompress(data, n_bytes)
-    except zlib.error as err:
-        raise ValueError(f"Corrupt model: field {name!r} does not inflate ({err})") from None
-    if len(raw) != n_bytes or not inflate.eof or inflate.unconsumed_tail:
-        raise ValueError(f"Corrupt model: field {name!r} has the wrong length")
-    flat = np.frombuffer(raw, dtype=np.uint8)
-    if not planes or width == 1:
-        return flat.view(dtype).reshape(size).copy()
-    # byte planes -> numbers by shifts (several times faster than a strided transpose)
-    planes_ = flat.reshape(width, size)
-    out = planes_[0].astype(dtype)
-    for k in range(1, width):
-        out |= planes_[k].astype(dtype) << np.dtype(dtype).type(8 * k)
-    return out
-
-
 def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
     """(ptr, label, value, coded) per feature from either weight layout:
     feature i's row is label[ptr[i]:ptr[i + 1]] with its values; `coded` is
@@ -468,9 +410,9 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
     weights of a current file come without values (None)."""
     version = msg.get("version")
     if version == 1 or msg.get("weights") == "float":
-        row_len = _array(msg, "row_length", (np.uint8, np.uint16), 1)
-        lab = _array(msg, "row_label", (np.uint8, np.uint16), 1).astype(np.int32)
-        val = _array(msg, "row_value", (np.float32,), 1)
+        row_len = array_field(msg, "row_length", (np.uint8, np.uint16), 1)
+        lab = array_field(msg, "row_label", (np.uint8, np.uint16), 1).astype(np.int32)
+        val = array_field(msg, "row_value", (np.float32,), 1)
         ptr = np.zeros(row_len.shape[0] + 1, dtype=np.int64)
         np.cumsum(row_len, out=ptr[1:])
         if ptr[-1] != lab.shape[0] or lab.shape[0] != val.shape[0]:
@@ -480,13 +422,13 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
         return ptr, lab, val, None
     if msg.get("weights") != "grouped":
         raise ValueError(f"Corrupt model: unknown weight layout {msg.get('weights')!r}")
-    codebook = _array(msg, "codebook", (np.float32,), 1)
+    codebook = array_field(msg, "codebook", (np.float32,), 1)
     n_features = int(counts.sum())
-    row_len = _array(msg, "row_length", UINTS, 1, limit=n_features)
-    entries = _array(msg, "row_entry", UINTS, 1, limit=min(MAX_WEIGHTS, row_len.shape[0] * max(1, n_labels)))
+    row_len = array_field(msg, "row_length", UINTS, 1, limit=n_features)
+    entries = array_field(msg, "row_entry", UINTS, 1, limit=min(MAX_WEIGHTS, row_len.shape[0] * max(1, n_labels)))
     index = np.zeros(0, dtype=np.int64)
     if "feature_row" in msg:
-        index = _array(msg, "feature_row", UINTS, 1, limit=n_features).astype(np.int64)
+        index = array_field(msg, "feature_row", UINTS, 1, limit=n_features).astype(np.int64)
         if index.size != n_features:
             raise ValueError("Corrupt model: feature rows out of range")
         if version == 3:

@@ -78,7 +78,8 @@ def test_a_loaded_parser_keeps_row_keys_not_tables_once_it_predicts():
 def _older(msg, version):
     """A version 1-3 float file with the content of a version 4 one: keys
     and ambiguity classes whole, not as zipped steps."""
-    from spacy_sparse.codec import _index_from_steps, _unzipped
+    from spacy_sparse.codec import _index_from_steps
+    from spacy_sparse.fields import unzipped as _unzipped
 
     keys = _index_from_steps(_unzipped(msg["feature_key"], "k").astype(np.int64), msg["template_features"])
     old = dict(msg, version=version, feature_key=keys.astype(np.uint32 if version == 3 else np.uint64),
@@ -105,7 +106,7 @@ def test_float_files_and_older_versions_still_load(ewt_refs):
 def test_version_3_grouped_files_still_load():
     import srsly
 
-    from spacy_sparse.codec import _zipped
+    from spacy_sparse.fields import zipped as _zipped
 
     # three features of one template; version 3 packed label * n_codes + code,
     # shared rows, and the row index as steps in (row, key) order
@@ -165,7 +166,7 @@ def test_version_2_keys_that_fold_together_keep_the_first(ewt_refs):
 def test_corrupt_grouped_file_fails_clearly(small_tagger):
     import srsly
 
-    from spacy_sparse.codec import _unzipped, _zipped
+    from spacy_sparse.fields import unzipped as _unzipped, zipped as _zipped
 
     _, tagger = small_tagger
     quantize(tagger.sparse, AdmmSettings(zeta=4))  # (again, if the round-trip test ran first)

@@ -27,7 +27,7 @@ import spacy
 from spacy.training import Example
 from tqdm import tqdm
 
-from ..bench import ACCURACY_KEYS
+from ..pipeline.settings import ACCURACY_KEYS
 from ..lexicon import ambiguity_classes
 from ..model import SparseLinearModel
 from ..pipeline.base import SparsePipe

@@ -48,6 +48,8 @@ def check_margin_decay(value: Any) -> float:
 
 
 MAX_LEARN_RATE = 1e4
+# The one score each component reports as its accuracy, in the order they are looked for.
+ACCURACY_KEYS = ("tag_acc", "pos_acc", "ents_f", "dep_las", "sents_f", "morph_acc", "lemma_acc")
 
 
 def check_common(cfg: Dict[str, Any]) -> Dict[str, Any]:
