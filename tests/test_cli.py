@@ -103,6 +103,7 @@ def test_report_takes_the_shipped_names():
     assert report["sparse_parser"]["bytes"] == shipped.stat().st_size
 
 
+@pytest.mark.full
 def test_order_templates_cli_and_config_use(corpus, tmp_path):
     order_file = tmp_path / "order.json"
     run("spacy_sparse", "order-templates", str(corpus / "train.spacy"), str(corpus / "dev.spacy"), str(order_file),

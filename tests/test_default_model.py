@@ -107,6 +107,7 @@ def test_demo_command_tags_the_sample(capsys):
     assert "The/DT " in capsys.readouterr().out
 
 
+@pytest.mark.full
 def test_demo_trains_and_evaluates_a_tagger_on_a_ud_directory(tmp_path, capsys):
     """`demo --data DIR` (slices of EWT here) converts the treebank, trains configs/tagger.cfg for at most
     --max-epochs epochs and reports raw-text accuracy on its test split; a bad epoch count is refused."""
@@ -137,6 +138,7 @@ def test_demo_trains_and_evaluates_a_tagger_on_a_ud_directory(tmp_path, capsys):
         main(["demo", "--pipeline", "tagger", "--data", str(ud), "--output", str(out), "--max-epochs", "0"])
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("kind,package", [("full", "en_ewt_sparse"), ("tagger", "en_ewt_sparse_tagger")])
 def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path):
     """`spacy package` on each shipped pipeline gives en_ewt_sparse / en_ewt_sparse_tagger (not en_en_...), which
