@@ -135,21 +135,21 @@ def _checked(block: List[Tuple[int, str]]) -> Sentence:
         raise ConlluError(f"line {block[0][0]}: a sentence without words")
     if ranges and ranges[-1][1] > len(words):
         raise ConlluError(f"line {block[0][0]}: a multiword token reaches past the sentence's last word")
-    _check_tree([w[HEAD] for w in words], block[0][0])
+    _check_tree([w[HEAD] for w in words])
     return Sentence(block[0][0], comments, words, ranges)
 
 
-def _check_tree(heads: Sequence[str], line: int) -> None:
+def _check_tree(heads: Sequence[str]) -> None:
     """Heads all "_" (no tree), or all ids in 0..n with one root and no
-    cycle."""
+    cycle (the caller names the sentence's line)."""
     if all(h == "_" for h in heads):
         return
     n = len(heads)
     if not all(h.isdigit() and int(h) <= n for h in heads):
-        raise ConlluError(f"sentence at line {line}: a HEAD that is not a word id of the sentence or 0")
+        raise ConlluError("a HEAD that is not a word id of the sentence or 0")
     parent = [int(h) for h in heads]
     if parent.count(0) != 1:
-        raise ConlluError(f"sentence at line {line}: {parent.count(0)} roots, not 1")
+        raise ConlluError(f"{parent.count(0)} roots, not 1")
     state = [0] * (n + 1)  # 0 unseen, 1 on the current path, 2 reaches the root
     state[0] = 2
     for start in range(1, n + 1):
@@ -159,7 +159,7 @@ def _check_tree(heads: Sequence[str], line: int) -> None:
             path.append(node)
             node = parent[node - 1]
         if state[node] == 1:
-            raise ConlluError(f"sentence at line {line}: a cycle through word {node}")
+            raise ConlluError(f"a cycle through word {node}")
         for p in path:
             state[p] = 2
 

@@ -139,28 +139,27 @@ class RecordReader:
             raw = self.stream.readline(size)
 
     @staticmethod
-    def _pieces(cutter: "Cutter", chunk: str, where: Optional[Where], count: List[int]
-                ) -> Iterator[Tuple[str, Where, Optional[str]]]:
-        """The pieces of a record that are complete once `chunk` is added;
-        only the record's first piece starts its document."""
+    def _emit(pieces: List[str], where: Optional[Where], count: List[int]
+              ) -> Iterator[Tuple[str, Where, Optional[str]]]:
+        """A record's pieces as they are complete (`count[0]`: how many it
+        gave before); only its first piece starts its document, and a
+        record of whitespace only makes no doc."""
         assert where is not None
-        for piece in cutter.add(chunk):
-            yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
-            count[0] += 1
+        for piece in pieces:
+            if count[0] or piece.strip():
+                yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
+                count[0] += 1
 
     def _lines(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
         cutter, count = Cutter(self.max_length), [0]
         for number, chunk, end, problem in self._line_chunks():
             where = Where(number, self.name, f"{self.doc_id}-{number}")
             if not end:
-                yield from self._pieces(cutter, chunk, where, count)
+                yield from self._emit(cutter.add(chunk), where, count)
                 continue
             if problem is not None:
                 yield "", where, problem
-            for piece in cutter.finish():
-                if count[0] or piece.strip():
-                    yield piece, where._replace(newdoc=count[0] == 0), None
-                    count[0] += 1
+            yield from self._emit(cutter.finish(), where, count)
             count = [0]
 
     def _json_lines(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
@@ -195,7 +194,7 @@ class RecordReader:
                 yield "", Where(number, self.name), problem
             if not end:
                 if committed:
-                    yield from self._pieces(cutter, chunk, where, count)
+                    yield from self._emit(cutter.add(chunk), where, count)
                     continue
                 held.append(chunk)
                 text = "".join(held)
@@ -205,18 +204,14 @@ class RecordReader:
                     else:
                         text = "\n" + text  # the line break wrapping the paragraph
                     committed, held = True, []
-                    yield from self._pieces(cutter, text, where, count)
+                    yield from self._emit(cutter.add(text), where, count)
                 continue
             if not committed and where is not None:  # a blank line: the paragraph is complete
-                for piece in cutter.finish():
-                    yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
-                    count[0] += 1
+                yield from self._emit(cutter.finish(), where, count)
                 cutter, count, where, paragraph = Cutter(self.max_length), [0], None, paragraph + 1
             held, committed = [], False
         if where is not None:
-            for piece in cutter.finish():
-                yield piece, where._replace(newdoc=where.newdoc and count[0] == 0), None
-                count[0] += 1
+            yield from self._emit(cutter.finish(), where, count)
 
     def _whole(self) -> Iterator[Tuple[str, Where, Optional[str]]]:
         size = -1 if self.max_length is None else 4 * self.max_length
@@ -231,13 +226,10 @@ class RecordReader:
                 return
             seen += len(raw)
             if text:
-                yield from self._pieces(cutter, text, where, count)
+                yield from self._emit(cutter.add(text), where, count)
             if not raw:
                 break
-        for piece in cutter.finish():
-            if count[0] or piece.strip():
-                yield piece, where._replace(newdoc=count[0] == 0), None
-                count[0] += 1
+        yield from self._emit(cutter.finish(), where, count)
 
     def _sentences(self) -> Iterator[Record]:
         doc_id, count = self.doc_id, 0
