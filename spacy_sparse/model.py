@@ -46,10 +46,17 @@ HOT_BYTES = 16 << 20
 TRAINING_LOAD = 0.75
 
 
+def _check_label_count(n_labels: int) -> None:
+    """Refuse a label set no model file may hold, before training saves one."""
+    if n_labels > codec.MAX_LABELS:
+        raise ValueError(f"A model holds at most {codec.MAX_LABELS:,} labels (outputs), got {n_labels:,}")
+
+
 class SparseLinearModel:
     """Templated sparse linear scorer over a fixed label set."""
 
     def __init__(self, templates: Sequence[str], labels: Sequence[str]):
+        _check_label_count(len(labels))
         self.templates: List[Template] = parse_templates(templates)
         self.labels: List[str] = list(labels)
         seeds, atom_off, atom_src, atom_pos = compile_templates(self.templates)
@@ -156,6 +163,7 @@ class SparseLinearModel:
         new = [lab for lab in dict.fromkeys(new) if lab not in self.labels]
         if not new:
             return 0
+        _check_label_count(self.n_labels + len(new))
         n_old = self.n_labels
 
         def widen(arr: Optional[np.ndarray]) -> Optional[np.ndarray]:

@@ -288,3 +288,31 @@ def test_the_old_negative_entity_notation_is_refused_as_spacy_refuses_it():
     builtin.initialize()
     with pytest.raises(ValueError):
         builtin.update([Example.from_dict(builtin.make_doc("Who is Shaka Khan?"), {"entities": [(7, 17, "!PERSON")]})])
+
+
+def test_label_sets_no_model_file_holds_are_refused_at_initialize(ewt_refs):
+    """A label set the loader would refuse is refused when the component is
+    made, not after training saved it; the largest allowed tag set costs
+    memory linear in its size (no label x label mask)."""
+    import tracemalloc
+
+    from spacy_sparse import codec
+    from spacy_sparse.pipeline.ner import MAX_ENTITY_TYPES
+
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("sparse_tagger")
+    train = to_examples(nlp, ewt_refs["train"][:5])
+    with pytest.raises(ValueError, match="at most 65,535 labels"):
+        tagger.initialize(lambda: train, nlp=nlp, labels=[f"T{i}" for i in range(codec.MAX_LABELS + 1)])
+    tracemalloc.start()
+    try:
+        tagger.initialize(lambda: train, nlp=nlp, labels=[f"T{i}" for i in range(codec.MAX_LABELS)])
+        nlp.update(train)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6, peak
+    assert len(nlp(ewt_refs["dev"][0].text)) > 0
+    ner = spacy.blank("en").add_pipe("sparse_ner")
+    with pytest.raises(ValueError, match="at most 1,000 entity types"):
+        ner.initialize(lambda: train, labels=[f"E{i}" for i in range(MAX_ENTITY_TYPES + 1)])

@@ -61,10 +61,15 @@ def test_moves_to_spans():
 
 
 def test_preset_entities_survive(trained_ner):
+    """Preset entities stay, those of a type the model does not know too;
+    unlike spaCy's NER, predicting does not add that type to the model
+    (predictions never change a model: threads, saved files)."""
     nlp, ner = trained_ner
+    labels = ner.labels
     doc = Doc(nlp.vocab, words="Yesterday John Smith flew from Paris to Acme Widget headquarters in Berlin .".split())
     doc.ents = [Span(doc, 7, 9, label="PRODUCT"), Span(doc, 5, 6, label="ORG")]
     doc = ner(doc)
+    assert ner.labels == labels
     ents = {(e.start, e.end, e.label_) for e in doc.ents}
     assert (7, 9, "PRODUCT") in ents and (5, 6, "ORG") in ents
     assert any(e.label_ == "PER" for e in doc.ents)

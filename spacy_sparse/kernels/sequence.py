@@ -6,7 +6,9 @@ far; its atoms are lexical attributes around the position and earlier
 labels. Its mask: `allowed[0, prev + 1, y]` says whether label y may follow
 label prev (row 0: the start of a segment); `allowed[1]` is the same for a
 token that must close whatever it is in: the last of a segment, or the one
-before a fixed label. `fixed[i] >= 0` is a label given in advance (an entity
+before a fixed label. A mask of shape (1, 1, n) allows the same labels
+everywhere (a tagger's: a full mask grows with the square of the label
+set). `fixed[i] >= 0` is a label given in advance (an entity
 already on the doc): it is kept, not predicted (an empty `fixed`: none).
 `hist_of[label]` is the value a `hist` atom reads for a word last given that
 label earlier in its doc (the NER maps moves to their entity type);
@@ -176,9 +178,9 @@ def remember(keys, vals, stamp, doc_id, key, label):
 def valid_labels(valid, allowed, pred, fixed, i, start, end):
     """Copy the mask row for token i, given the label before it, into
     `valid` (a copy, not a view: a leaf returns no array)."""
-    prev = pred[i - 1] + 1 if i > start else 0
+    prev = pred[i - 1] + 1 if i > start and allowed.shape[1] > 1 else 0
     closing = i == end - 1 or (fixed.shape[0] > 0 and fixed[i + 1] >= 0)
-    c = 1 if closing else 0
+    c = 1 if closing and allowed.shape[0] > 1 else 0
     for y in range(valid.shape[0]):
         valid[y] = allowed[c, prev, y]
 

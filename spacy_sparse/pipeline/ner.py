@@ -46,6 +46,16 @@ def _entity_types(examples: Iterable[Example]) -> Set[str]:
     return types
 
 
+# The move mask (biluo_mask) grows with the square of the moves: 1,000 types
+# make it 32 MB, which bounds what a model file or a label set can cost.
+MAX_ENTITY_TYPES = 1_000
+
+
+def _check_type_count(n_types: int) -> None:
+    if n_types > MAX_ENTITY_TYPES:
+        raise ValueError(f"An entity recognizer holds at most {MAX_ENTITY_TYPES:,} entity types, got {n_types:,}")
+
+
 def biluo_moves(types: Sequence[str]) -> List[str]:
     """O, then B-T, I-T, L-T, U-T for each type in order."""
     return ["O"] + [f"{p}-{t}" for t in types for p in PREFIXES]
@@ -116,6 +126,7 @@ class SparseNER(SequencePipe):
         bad = [t for t in types if not t or t[:2] in {f"{p}-" for p in PREFIXES}]
         if bad:
             raise ValueError(f"Entity types must be plain labels like 'PER', got {bad[:5]}")
+        _check_type_count(len(types))
         super()._build_model(biluo_moves(types), order, classes)
         self.cfg["labels"] = list(types)
 
@@ -135,6 +146,7 @@ class SparseNER(SequencePipe):
 
     def _check_labels(self, labels: Sequence[str]) -> None:
         types = [m[2:] for m in labels[1::4]]
+        _check_type_count(len(types))
         if list(labels) != biluo_moves(types):
             raise ValueError("an entity recognizer's labels must be O, then B-, I-, L-, U- of each type")
 
@@ -148,6 +160,7 @@ class SparseNER(SequencePipe):
     def _outputs_of(self, label: str) -> List[str]:
         if label[:2] in {f"{p}-" for p in PREFIXES}:
             raise ValueError(f"Entity types must be plain labels like 'PER', got {label!r}")
+        _check_type_count(len(self._types) + 1)
         return [f"{p}-{label}" for p in PREFIXES]
 
     def _labels_in(self, examples: List[Example]) -> Iterable[str]:

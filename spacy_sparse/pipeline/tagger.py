@@ -51,7 +51,7 @@ class SparseTagger(SequencePipe):
     def _labels_changed(self) -> None:
         labels = self.labels
         self._label_values = self._values_of(labels)
-        self._allowed = np.ones((2, len(labels) + 1, max(1, len(labels))), dtype=np.uint8)
+        self._allowed = np.ones((1, 1, max(1, len(labels))), dtype=np.uint8)  # any tag after any tag
         # A gold value is a label (index y) or, with the tags, a negative tag
         # "!label" (-2 - y: "anything but y", as spaCy's tagger reads them).
         values, index = [self._label_values], [np.arange(len(labels), dtype=np.int32)]
