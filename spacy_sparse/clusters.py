@@ -118,15 +118,16 @@ class ClusterTable:
         return (int(self.stats[i]), int(self.senses[i])) if i >= 0 else (0, 0)
 
     def keeping(self, atoms: Iterable[str]) -> "ClusterTable":
-        """Only the columns the `atoms` read (paths always): what a model
-        keeps of a table."""
+        """Only the columns the `atoms` read (paths: any `clu*` atom), and
+        the forms that have one of them: what a model keeps of a table."""
         atoms = set(atoms)
+        paths = self.paths if atoms & {name for name, _ in PREFIXES} else np.zeros_like(self.paths)
         stats = self.stats if CASEFREQ in atoms else np.zeros_like(self.stats)
         senses = self.senses if WNPOS in atoms else np.zeros_like(self.senses)
-        keep = (self.paths > 0) | (stats > 0) | (senses > 0)
-        if keep.all() and stats is self.stats and senses is self.senses:
+        keep = (paths > 0) | (stats > 0) | (senses > 0)
+        if keep.all() and paths is self.paths and stats is self.stats and senses is self.senses:
             return self
-        return ClusterTable(self.keys[keep], self.paths[keep], stats[keep], senses[keep])
+        return ClusterTable(self.keys[keep], paths[keep], stats[keep], senses[keep])
 
     def items(self) -> Iterable[Tuple[int, int]]:
         """(key, path) of the forms that have a path."""
@@ -230,6 +231,10 @@ READINGS: Tuple[Tuple[str, str], ...] = (
     ("adv", "base"),
 )
 _READING_BIT = {reading: 1 << i for i, reading in enumerate(READINGS)}
+# the readings of a form that is itself a lemma in WordNet, of any part of speech
+BASE_READINGS = sum(bit for (_, how), bit in _READING_BIT.items() if how == "base")
+# the readings of a form that a regular suffix rule takes to a WordNet lemma
+SUFFIX_READINGS = sum(bit for (_, how), bit in _READING_BIT.items() if how not in ("base", "irregular"))
 
 
 def _suffix_kind(old: str) -> str:

@@ -25,6 +25,16 @@ LEMMA_TEMPLATES: Tuple[str, ...] = (
     "ptag@0+ptag@1",
 )
 
+# With a word table (clusters with casefreq and WordNet readings): how the word is usually written, which
+# tells a name's lemma ("google" -> "Google", "TEHRAN" -> "Tehran") from a common word's, and the parts of
+# speech and inflections WordNet gives the form, which tell "provoked" (provoke) from "walked" (walk).
+LEMMA_DICTIONARY_TEMPLATES: Tuple[str, ...] = (
+    "ptag@0+casefreq@0",
+    "casefreq@0+shape@0",
+    "ptag@0+wnpos@0",
+    "suf3@0+wnpos@0",
+)
+
 MORPH_TEMPLATES: Tuple[str, ...] = (
     "ptag@0+lower@0",
     "ptag@0",
@@ -50,9 +60,12 @@ MORPH_TEMPLATES: Tuple[str, ...] = (
 
 
 @registry.misc("spacy_sparse.lemma_templates.v1")
-def lemma_templates_v1() -> List[str]:
-    """The lemmatizer's default template set, in its default order."""
-    return list(LEMMA_TEMPLATES)
+def lemma_templates_v1(dictionary: bool = False) -> List[str]:
+    """The lemmatizer's default template set, in its default order; with `dictionary`, also the templates
+    over the word table's casefreq codes and WordNet readings (then give the component clusters, e.g.
+    "en_brown_1000", in [initialize.components.sparse_lemmatizer]; its rules then also check their lemmas
+    against WordNet: pipeline/lemmatizer.py)."""
+    return list(LEMMA_TEMPLATES) + (list(LEMMA_DICTIONARY_TEMPLATES) if dictionary else [])
 
 
 @registry.misc("spacy_sparse.morph_templates.v1")

@@ -140,7 +140,9 @@ def test_casefreq_codes_tell_names_from_common_words(shipped):
     assert len({value["committee"], value["IPO"], value["lisa"]}) == 3 and all(value.values())
     paths_only = shipped.keeping(["clu"])
     assert not paths_only.has_stats and not paths_only.has_senses and paths_only.n_clusters == shipped.n_clusters
-    assert len(paths_only) < len(shipped.keeping(["casefreq"])) < len(shipped)
+    assert len(paths_only) < len(shipped.keeping(["clu", "casefreq"])) < len(shipped)
+    codes_only = shipped.keeping(["casefreq", "wnpos"])  # what the lemmatizer reads: no paths
+    assert codes_only.n_clusters == 0 and codes_only.has_stats and codes_only.has_senses
 
 
 def test_wordnet_readings_of_new_words(shipped):

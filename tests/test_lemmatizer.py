@@ -18,11 +18,14 @@ def tagged(nlp, ref):
 
 @pytest.fixture(scope="module")
 def lemma_morph(ewt_refs):
-    """A morphologizer and a lemmatizer trained for two epochs on 3,000 EWT sentences (gold tags given)."""
+    """A morphologizer and a lemmatizer trained for two epochs on 3,000 EWT sentences (gold tags given), the
+    lemmatizer with the shipped word table's dictionary templates, as configs/lemma_morph.cfg trains it."""
     nlp = spacy.blank("en")
     morph = nlp.add_pipe("sparse_morphologizer")
-    lemma = nlp.add_pipe("sparse_lemmatizer")
+    lemma = nlp.add_pipe("sparse_lemmatizer",
+                         config={"templates": {"@misc": "spacy_sparse.lemma_templates.v1", "dictionary": True}})
     train = [Example(tagged(nlp, r), r) for r in ewt_refs["train"]]
+    nlp.config["initialize"]["components"]["sparse_lemmatizer"] = {"clusters": "en_brown_1000"}
     nlp.initialize(lambda: train)
     for _ in range(2):
         for i in range(0, len(train), 32):
@@ -35,11 +38,36 @@ def test_every_edit_rule_rebuilds_its_lemma(ewt_refs):
     for form, lemma in pairs:
         assert apply_rule(form, parse_rule(edit_rule(form, lemma))) == lemma
     assert edit_rule("studies", "study") == "K3|iesy" and edit_rule("The", "the") == "L0|"
+    assert edit_rule("KABUL", "Kabul") == "T0|" and edit_rule("MYTHS", "Myth") == "T1|s"
+    assert edit_rule("Kabul", "Kabul") == "K0|"  # keeping wins a tie
     assert apply_rule("dog", parse_rule("K3|iesy")) is None  # the form does not end with "ies"
     assert apply_rule("s", parse_rule("K1|s")) is None  # nothing would be left
-    for bad in ("", "X0|", "K|", "K5|ab", "Kx|a"):
+    for bad in ("", "X0|", "K|", "K5|ab", "Kx|a", "KL0|", "|0|"):
         with pytest.raises(ValueError, match="not a lemma edit rule"):
             parse_rule(bad)
+
+
+def test_rules_give_way_to_related_ones_whose_lemma_wordnet_knows(lemma_morph):
+    from spacy_sparse.pipeline.lemmatizer import dictionary_lemma
+
+    nlp, morph, lemma = lemma_morph
+    table = lemma.lexicon.clusters
+    assert table.has_senses  # kept for the wnpos templates, and what the check reads
+    rules = [parse_rule(label) for label in lemma.labels]
+    at = {label: i for i, label in enumerate(lemma.labels)}
+    assert dictionary_lemma("provoked", at["K2|ed"], rules, table) == "provoke"
+    assert dictionary_lemma("speculating", at["K3|ing"], rules, table) == "speculate"
+    assert dictionary_lemma("walked", at["K2|ed"], rules, table) == "walk"
+    assert dictionary_lemma("hoped", at["K1|d"], rules, table) == "hope"
+    # WordNet does not inflect these: the rule's lemma stays
+    assert dictionary_lemma("blorped", at["K2|ed"], rules, table) == "blorp"
+    assert dictionary_lemma("us", at["K2|uswe"], rules, table) == "we"
+    # a rule that does not apply leaves the form, in the rule's case
+    assert dictionary_lemma("Dog", at["K3|iesy"], rules, table) == "Dog"
+    # in use: verbs EWT train has once ("provoked") or never ("speculated")
+    words = "They provoked him and then speculated .".split()
+    doc = nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "PRP", "CC", "RB", "VBD", "."]))
+    assert [t.lemma_ for t in doc] == ["they", "provoke", "he", "and", "then", "speculate", "."]
 
 
 def test_trained_on_ewt_they_label_dev(ewt_refs, lemma_morph):

@@ -1,12 +1,15 @@
 """`sparse_lemmatizer`: lemmas as labels, the way spaCy's trainable lemmatizer and UDPipe find them.
 
-Each (form, lemma) pair of the training data becomes an *edit rule*: take the form as it is or in lower case,
-cut a suffix, add one. "studies" -> "study" is `K3|iesy` (keep case, cut the 3 characters "ies", add "y"),
-"The" -> "the" is `L0|` (lower case, cut nothing). A rule is written `{K|L}{n}|{cut}{add}`, so it parses back
-without ambiguity whatever characters the suffixes hold. The component predicts a rule per token with the
+Each (form, lemma) pair of the training data becomes an *edit rule*: take the form as it is, in lower case or
+in title case, cut a suffix, add one. "studies" -> "study" is `K3|iesy` (keep case, cut the 3 characters
+"ies", add "y"), "The" -> "the" is `L0|` (lower case, cut nothing), "KABUL" -> "Kabul" is `T0|` (title case:
+UD English writes a proper noun's lemma so, however the text cased it). A rule is written
+`{K|L|T}{n}|{cut}{add}`, so it parses back without ambiguity whatever characters the suffixes hold. The component predicts a rule per token with the
 tagger's engine, over templates that read the word, its affixes, its tag (set by an earlier tagger: `ptag`)
 and its neighbours; a rule whose cut suffix the form does not end with is never applied: the token then keeps
-its form (lower-cased when the rule lower-cases). Rules seen fewer than `min_label_count` times in the training
+its form (in the case the rule asks for). With a word table holding WordNet readings (`wnpos` templates), a
+rule whose lemma WordNet does not know gives way to a rule of the same suffix family whose lemma it knows
+("provoked": `K2|ed` makes "provok", `K1|d` "provoke"). Rules seen fewer than `min_label_count` times in the training
 data are not labels (they are mostly one-off irregular forms and typos).
 
 Writing lemmas looks each distinct (word, rule) pair of a batch up in a sorted array of the lemmas made
@@ -24,20 +27,35 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
+from ..clusters import BASE_READINGS, SUFFIX_READINGS, ClusterTable, key_of
 from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
 from .tagger import SparseTagger
 
 # the cache of made lemmas is emptied when it holds this many (word, rule) pairs
 MAX_CACHED = 1_000_000
 NO_KEYS = np.zeros(0, dtype=np.uint64)
+MIN_STEM = 3  # dictionary_lemma: shorter stems are whole-word replacements, not suffix edits
 KEY_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: (word, rule) -> one 64-bit cache key
 
 
+CASES = "KLT"  # keep, lower, title
+
+
+def cased(form: str, case: str) -> str:
+    """The form as rule case `case` writes it before cutting."""
+    if case == "L":
+        return form.lower()
+    if case == "T":
+        return form[:1].upper() + form[1:].lower()
+    return form
+
+
 def edit_rule(form: str, lemma: str) -> str:
-    """The shortest edit rule that turns `form` into `lemma` (keeping case, or lower-casing first: the first
-    of the two on a tie)."""
+    """The shortest edit rule that turns `form` into `lemma` (keeping case, lower-casing or title-casing
+    first: the first of these on a tie)."""
     best: Optional[Tuple[int, str, str, str]] = None
-    for flag, source in (("K", form), ("L", form.lower())):
+    for flag in CASES:
+        source = cased(form, flag)
         p = 0
         n = min(len(source), len(lemma))
         while p < n and source[p] == lemma[p]:
@@ -49,27 +67,63 @@ def edit_rule(form: str, lemma: str) -> str:
     return f"{flag}{len(cut)}|{cut}{add}"
 
 
-def parse_rule(rule: str) -> Tuple[bool, str, str]:
-    """(lower-case first, suffix to cut, suffix to add) of a rule; ValueError if it is not one."""
+def parse_rule(rule: str) -> Tuple[str, str, str]:
+    """(case first: K, L or T, suffix to cut, suffix to add) of a rule; ValueError if it is not one."""
     flag, bar = rule[:1], rule.find("|")
-    if flag not in ("K", "L") or bar < 2 or not rule[1:bar].isdigit():
+    if not flag or flag not in CASES or bar < 2 or not rule[1:bar].isdigit():
         raise ValueError(f"not a lemma edit rule: {rule!r}")
     n = int(rule[1:bar])
     rest = rule[bar + 1:]
     if n > len(rest):
         raise ValueError(f"not a lemma edit rule: {rule!r}")
-    return flag == "L", rest[:n], rest[n:]
+    return flag, rest[:n], rest[n:]
 
 
-def apply_rule(form: str, rule: Tuple[bool, str, str]) -> Optional[str]:
+def apply_rule(form: str, rule: Tuple[str, str, str]) -> Optional[str]:
     """The lemma the rule makes of `form`, or None where it does not apply (the form does not end with the
     suffix it cuts, or nothing would be left)."""
-    lower, cut, add = rule
-    source = form.lower() if lower else form
+    case, cut, add = rule
+    source = cased(form, case)
     if not source.endswith(cut):
         return None
     lemma = source[: len(source) - len(cut)] + add
     return lemma or None
+
+
+def _related(a: Tuple[str, str, str], b: Tuple[str, str, str]) -> bool:
+    """Whether two rules are of one suffix family: the same case, one cut ending the other."""
+    return a[0] == b[0] and (a[1].endswith(b[1]) or b[1].endswith(a[1]))
+
+
+def dictionary_lemma(form: str, rule: int, rules: Sequence[Tuple[str, str, str]], table: ClusterTable) -> str:
+    """The lemma rule `rule` makes of `form`, unless WordNet knows the form as a regular inflection, the rule
+    edits it into a word WordNet does not know as a lemma, and a related rule (_related) makes one it knows:
+    then that rule's lemma (the nearest in edit length; the lower label index on a tie). A rule that does
+    not apply leaves the form. Forms WordNet does not inflect (pronouns, typos, names) keep the rule's lemma,
+    and so does a rule that keeps less than MIN_STEM characters of the form ("us" -> "we" replaces a word)."""
+    chosen = rules[rule]
+    lemma = apply_rule(form, chosen)
+    if lemma is None:
+        return cased(form, chosen[0])
+    if not table.has_senses or not (chosen[1] or chosen[2]) or _is_lemma(table, lemma):
+        return lemma
+    if len(form) - len(chosen[1]) < MIN_STEM or not table.codes(key_of(form.lower()))[1] & SUFFIX_READINGS:
+        return lemma
+    best: Optional[Tuple[int, int, str]] = None
+    for i, other in enumerate(rules):
+        if i == rule or not (other[1] or other[2]) or not _related(chosen, other):
+            continue
+        made = apply_rule(form, other)
+        if made is None or made == form or not _is_lemma(table, made):
+            continue
+        distance = abs(len(other[1]) - len(chosen[1])) + abs(len(other[2]) - len(chosen[2]))
+        if best is None or (distance, i) < best[:2]:
+            best = (distance, i, made)
+    return lemma if best is None else best[2]
+
+
+def _is_lemma(table: ClusterTable, word: str) -> bool:
+    return bool(table.codes(key_of(word.lower()))[1] & BASE_READINGS)
 
 
 def lemma_score(examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
@@ -91,7 +145,7 @@ class SparseLemmatizer(KnownWords, SparseTagger):
     def __init__(self, vocab: Vocab, name: str = "sparse_lemmatizer", *, annotate: str = "lemma",
                  min_label_count: int = DEFAULT_MIN_LABEL_COUNT, overwrite: bool = False, **kwargs: Any):
         self._check_task_cfg({"annotate": annotate, "min_label_count": min_label_count, "overwrite": overwrite})
-        self._rules: List[Tuple[bool, str, str]] = []
+        self._rules: List[Tuple[str, str, str]] = []
         self._made: Tuple[np.ndarray, np.ndarray] = (NO_KEYS, NO_KEYS)  # sorted (word, rule) keys, lemma hashes
         self._made_lock = threading.Lock()
         super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_label_count=min_label_count,
@@ -138,13 +192,9 @@ class SparseLemmatizer(KnownWords, SparseTagger):
             out = np.where(hit, made_values[at] if len(made_keys) else 0, 0).astype(np.uint64)
             missed = np.flatnonzero(~hit)
             if len(missed):
-                strings, rules = vocab.strings, self._rules
+                strings, rules, table = vocab.strings, self._rules, self.lexicon.clusters
                 for j, i in zip(missed.tolist(), first[missed].tolist()):
-                    form, rule = strings[int(orth[i])], rules[int(labels[i])]
-                    lemma = apply_rule(form, rule)
-                    if lemma is None:  # backoff: the form, lower-cased where the rule lower-cases
-                        lemma = form.lower() if rule[0] else form
-                    out[j] = strings.add(lemma)
+                    out[j] = strings.add(dictionary_lemma(strings[int(orth[i])], int(labels[i]), rules, table))
                 if own_vocab:
                     self._made = self._remember(made_keys, made_values, keys[missed], out[missed])
         return out[inverse]
