@@ -54,7 +54,8 @@ def measure(model: Path, test_path: Path, *, tags: bool = False, sents: bool = F
     component; `transform` changes the loaded pipeline first (e.g. QT)."""
     import spacy
 
-    from spacy_sparse.bench import ACCURACY_KEYS, sparse_components
+    from spacy_sparse.bench import sparse_components
+    from spacy_sparse.pipeline.settings import ACCURACY_KEYS
     from spacy_sparse.readers import gold_token_examples
 
     nlp = spacy.load(model)
@@ -307,7 +308,7 @@ def run_table(table: str, corpus: Path, out: Path) -> List[Dict[str, Any]]:
         if not (corpus / name).exists():
             raise ValueError(f"{corpus / name} is missing (make it with convert-conll --chunks or convert-ud)")
     rows = TABLES[table](corpus, out)
-    from spacy_sparse.bench import provenance
+    from spacy_sparse.provenance import provenance
 
     srsly.write_json(out / f"{table}.json", {"meta": provenance(), "table": table, "rows": rows})
     print(markdown(rows))

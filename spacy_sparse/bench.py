@@ -6,30 +6,27 @@ pipeline's own tokenizer, no sentence boundaries: what `nlp(text)` gets and
 what `spacy evaluate` scores without `--gold-preproc`); `text="gold"` gives
 the gold tokens instead. Tokenization is not timed in either case.
 """
-import datetime
-import os
-import platform
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import spacy
-import srsly
 from spacy.language import Language
-from spacy.tokens import Doc, DocBin, Token
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
+from .boundaries import boundary_recall
+from .costs import COLD_SENTENCE
 from .kernels.rows import HOT, span_values
-from .loading import DEFAULT_PIPELINES, load_pipeline, resolve_model
+from .loading import load_pipeline
 from .pipeline.base import SparsePipe
 from .pipeline.settings import ACCURACY_KEYS, check_margin_decay
 from .pipeline.views import Views
-from .readers import PARAGRAPHS_KEY, bare_copy, in_lines, recased
+from .provenance import directory_bytes
+from .readers import bare_copy, in_lines, recased
 
-# The score each task is judged by, first match wins.
+# what a run's inputs can be (input_docs)
 TEXT_MODES = ("raw", "lines", "gold", "lower", "upper")
 
 
@@ -107,87 +104,6 @@ def given_sentence_starts(doc: Doc, ref: Doc) -> Doc:
     return doc
 
 
-# sentence-final marks, and what may stand between one and the next sentence
-FINAL_MARKS = frozenset(".!?")
-CLOSERS = frozenset({'"', "'", "''", ")", "]", "\u201d", "\u2019"})
-BOUNDARY_KINDS = ("paragraph start after . ! ?", "paragraph start, no mark", "in a paragraph after . ! ?",
-                  "in a paragraph, no mark")
-
-
-def boundary_kind(ref: Doc, token: Token, paragraphs: Set[int]) -> str:
-    """Which of BOUNDARY_KINDS a reference sentence start is: whether the
-    treebank starts a paragraph there (which a text on one line does not
-    show) and whether the words before it end in a sentence-final mark
-    (a closing quote or bracket may follow the mark)."""
-    i = token.i - 1
-    while i > 0 and ref[i].text in CLOSERS:
-        i -= 1
-    marked = ref[i].text[-1:] in FINAL_MARKS
-    return BOUNDARY_KINDS[(0 if token.i in paragraphs else 2) + (0 if marked else 1)]
-
-
-def boundary_recall(docs: Sequence[Doc], references: Sequence[Doc]) -> Dict[str, Any]:
-    """Reference sentence starts (after each doc's first token) found and
-    missed by kind (boundary_kind), and the starts predicted where the
-    reference has none, matched by character offset (docs of the references'
-    own text). The docs' paragraph starts are convert-ud's
-    (readers.PARAGRAPHS_KEY)."""
-    kinds = {k: {"gold": 0, "found": 0} for k in BOUNDARY_KINDS}
-    false_starts = 0
-    for doc, ref in zip(docs, references):
-        if doc.text != ref.text:
-            raise ValueError("Boundaries are matched by character offset: the doc must hold the reference's text")
-        paragraphs = set(ref.user_data.get(PARAGRAPHS_KEY, ()))
-        found = {t.idx for t in doc if t.i and t.is_sent_start}
-        gold = set()
-        for token in ref:
-            if token.i and token.is_sent_start:
-                gold.add(token.idx)
-                counts = kinds[boundary_kind(ref, token, paragraphs)]
-                counts["gold"] += 1
-                counts["found"] += token.idx in found
-        false_starts += len(found - gold)
-    return {"kinds": kinds, "false_starts": false_starts}
-
-
-def provenance() -> Dict[str, Any]:
-    """What a benchmark page prints beside each table: the command, the
-    commit, the date and the machine it ran on."""
-    import numba
-    import numpy
-    import spacy as _spacy
-
-    from . import __version__
-    from .kernels import compiled
-
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo", encoding="utf8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    try:
-        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    except (ValueError, OSError, AttributeError):
-        mem_gib = 0.0
-    args = [Path(sys.argv[0]).name if sys.argv[0].endswith("__main__.py") else sys.argv[0], *sys.argv[1:]]
-    command = "python -m spacy_sparse " + " ".join(args[1:]) if args[0] == "__main__.py" else " ".join(args)
-    return {
-        "command": command,
-        "commit": commit or f"spacy-sparse {__version__}",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_gib, 1),
-                    "python": platform.python_version(), "spacy": _spacy.__version__, "numba": numba.__version__,
-                    "numpy": numpy.__version__, "kernels": "compiled" if compiled.COMPILED else "jit"},
-    }
-
-
 def weight_row_bytes(pipe: SparsePipe) -> float:
     """Bytes of weights one template's row costs a prediction: a dense
     float32 row of every label (taggers, NER), or for the parser the
@@ -206,14 +122,6 @@ def weight_row_bytes(pipe: SparsePipe) -> float:
         cold = counts[: counts.size - n_hot].sum() * (2.0 if lc.size else 8.0)
         return float(cold + n_hot * 4.0 * model.n_labels) / counts.size
     return 4.0 * model.n_labels
-
-
-def directory_bytes(path: Any) -> Optional[int]:
-    """Bytes of every file under a pipeline directory (None if not one)."""
-    path = resolve_model(path)
-    if not path.is_dir():
-        return None
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:
@@ -360,47 +268,14 @@ def run_bench(
     decay changes, once. With `calls`, also the pipeline as it loads (and
     `compare`) called once per sentence text (time_calls)."""
     nlp = load_pipeline(model)
-    found = sparse_components(nlp)
-    if not found:
-        raise ValueError(f"{model} has no spacy-sparse component")
-    if component is not None:
-        found = [(n, p) for n, p in found if n == component]
-        if not found:
-            raise ValueError(f"{model} has no sparse component named {component!r}")
-    # the last sparse component is the one the pipeline is for (the parser
-    # of a tagger + parser pipeline), lemmas and features that follow it aside; the others run at their own margin
-    name, pipe = ([(n, p) for n, p in found if p.writes not in ("lemma", "morph")] or found)[-1]
+    name, pipe = benched_component(nlp, model, component)
     references = read_references(nlp, data)
     docs = input_docs(nlp, references, text, sents, tags)
-    n_words = sum(len(d) for d in docs)
-    original = pipe.margin, pipe.margin_decay
-    settings: List[Tuple[Optional[float], float]] = []
-    for decay in decays or [pipe.margin_decay]:
-        for m in margins:
-            setting = (None, 1.0) if m is None else (m, decay)
-            if setting not in settings:
-                settings.append(setting)
-    # the pipeline as it loads is always measured (the headline reports it)
-    own = (None, 1.0) if original[0] is None else original
-    if own not in settings:
-        settings.append(own)
-    rows = []
+    settings, own = bench_settings(pipe, margins, decays)
     first_pass = time_first_pass(nlp, docs)  # also loads the kernels before the rows are timed
+    original = pipe.margin, pipe.margin_decay
     try:
-        for margin, decay in settings:
-            pipe.margin, pipe.margin_decay = margin, decay
-            pipe.reset_usage()
-            done = list(nlp.pipe([d.copy() for d in docs]))
-            key, acc = accuracy(pipe, done, references)
-            scores = pipeline_scores(nlp, done, references)
-            if text == "lines" and "sents_f" in scores:
-                scores["sents_f"] = lines_sentence_f(done, references)
-                acc = scores["sents_f"] if key == "sents_f" else acc
-            rows.append({"margin": margin, "margin_decay": decay, "accuracy": acc, "metric": key,
-                         "scores": scores,
-                         "templates_per_token": pipe.templates_per_token, "words_per_second": 0.0})
-            if finds_sentences(text, sents, scores):
-                rows[-1]["boundaries"] = boundary_recall(done, references)
+        rows = [setting_row(nlp, pipe, setting, docs, references, text, sents) for setting in settings]
         # settings take turns, so a slow spell of the machine hits them all
         for _ in range(max(1, repeat)):
             for (margin, decay), row in zip(settings, rows):
@@ -408,16 +283,9 @@ def run_bench(
                 row["words_per_second"] = max(row["words_per_second"], time_pipe(nlp, docs, 1))
     finally:
         pipe.margin, pipe.margin_decay = original
-    row_bytes = weight_row_bytes(pipe)
-    for r in rows:
-        # the cost model: time per template scored, and weight bytes read per token
-        scored = r["words_per_second"] * r["templates_per_token"]
-        r["ns_per_template"] = 1e9 / scored if scored else None
-        r["row_bytes_per_token"] = r["templates_per_token"] * row_bytes
-    base = next((r["words_per_second"] for r in rows if r["margin"] is None), None)
-    for r in rows:
-        r["speedup"] = r["words_per_second"] / base if base else None
-    result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data), "words": n_words,
+    add_cost_model(rows, weight_row_bytes(pipe))
+    result: Dict[str, Any] = {"model": str(model), "component": name, "data": str(data),
+                              "words": sum(len(d) for d in docs),
                               "text": text, "repeat": repeat, "gold_sentences": sents, "rows": rows,
                               "own_margin": own[0], "own_margin_decay": own[1],
                               # the other sparse components run at these in every row
@@ -431,24 +299,10 @@ def run_bench(
         time_calls(nlp, texts[:50], 1)
         result["calls"] = {"texts": len(texts), "words_per_second": time_calls(nlp, texts, repeat)}
     if compare:
-        other = comparison_pipeline(compare, nlp.lang)
-        other_docs = input_docs(other, references, text, sents, tags)
-        other_first = time_first_pass(other, other_docs)
-        other_wps = time_pipe(other, other_docs, repeat)
-        metric = rows[0]["metric"]
-        scored = list(other.pipe(input_docs(other, references, text, sents, tags)))
-        scores = pipeline_scores(other, scored, references)
-        if text == "lines" and "sents_f" in scores:
-            scores["sents_f"] = lines_sentence_f(scored, references)
-        result["compare"] = {"model": str(compare), "words_per_second": other_wps,
-                             "first_pass_words_per_second": other_first,
-                             "pipeline_bytes": directory_bytes(compare), "scores": scores,
-                             "accuracy": scores.get(metric),
-                             "component_words_per_second": component_speeds(other, other_docs, repeat)}
-        if finds_sentences(text, sents, scores):
-            result["compare"]["boundaries"] = boundary_recall(scored, references)
+        result["compare"], other = compared(compare, nlp.lang, references, text, sents, tags, repeat,
+                                            rows[0]["metric"])
         for r in rows:
-            r["ratio_vs_compare"] = r["words_per_second"] / other_wps
+            r["ratio_vs_compare"] = r["words_per_second"] / result["compare"]["words_per_second"]
         if calls:
             time_calls(other, texts[:20], 1)
             other_calls = time_calls(other, texts, repeat)
@@ -457,171 +311,85 @@ def run_bench(
     return result
 
 
-COLD_SENTENCE = "The ferry left the harbour at dawn."
-# the cold-start row of a blank pipeline plus one cached numba kernel: what no numba component can go below
-NUMBA_FLOOR = "numba-floor"
+def benched_component(nlp: Language, model: str, component: Optional[str]) -> Tuple[str, SparsePipe]:
+    """The sparse component a run varies: `component`, or the last one the
+    pipeline is for (the parser of a tagger + parser pipeline; lemmas and
+    features that follow it aside). The others run at their own margins."""
+    found = sparse_components(nlp)
+    if not found:
+        raise ValueError(f"{model} has no spacy-sparse component")
+    if component is not None:
+        found = [(n, p) for n, p in found if n == component]
+        if not found:
+            raise ValueError(f"{model} has no sparse component named {component!r}")
+    return ([(n, p) for n, p in found if p.writes not in ("lemma", "morph")] or found)[-1]
 
 
-def compile_bytecode() -> bool:
-    """Write this package's bytecode caches, as `pip install` does for a
-    wheel, before timing new processes. An editable install gets them on its
-    first import, unless PYTHONDONTWRITEBYTECODE is set (as on the machines
-    these benchmarks ran on): each process then compiles every module of
-    ours from source again, which no installed user pays (0.4 s of the `tag`
-    command's start-up, 2026-11-25). compileall writes them whatever that
-    variable says; a read-only install keeps what it has."""
-    import compileall
-
-    return bool(compileall.compile_dir(str(Path(__file__).parent), quiet=1))
+Setting = Tuple[Optional[float], float]
 
 
-def has_sparse_components(path: Path) -> bool:
-    """Whether the pipeline directory's config names a factory of ours."""
-    try:
-        config = spacy.util.load_config(Path(path) / "config.cfg")
-    except (OSError, ValueError):
-        return False
-    return any(str(c.get("factory", "")).startswith("sparse_") for c in config.get("components", {}).values())
+def bench_settings(pipe: SparsePipe, margins: Sequence[Optional[float]],
+                   decays: Optional[Sequence[float]]) -> Tuple[List[Setting], Setting]:
+    """The (margin, decay) settings of a run, and the component's own, which
+    is always among them (the headline reports it)."""
+    settings: List[Setting] = []
+    for decay in decays or [pipe.margin_decay]:
+        for m in margins:
+            setting = (None, 1.0) if m is None else (m, decay)
+            if setting not in settings:
+                settings.append(setting)
+    own = (None, 1.0) if pipe.margin is None else (pipe.margin, pipe.margin_decay)
+    if own not in settings:
+        settings.append(own)
+    return settings, own
 
 
-def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
-    """Seconds from a new Python process to one labelled sentence, for
-    each model and for `spacy.blank("en")` as the baseline, runs taking
-    turns (a slow spell hits every model alike), and the peak resident
-    memory of those processes and what was resident at their end (medians;
-    over the baseline's too). A model is "default",
-    "default-tagger" or a path; each process imports what a user's would.
-    With kernels compiled ahead of time (`compile-kernels`), each model
-    with sparse components is timed with numba's jit as well (a "(jit)"
-    row); another pipeline (spaCy's CNN) is a row of its own, for scale."""
-    from .kernels import compiled as compiled_kernels
-
-    jit = dict(os.environ, SPACY_SPARSE_AOT="0")
-    # row name -> (code, environment (None: ours), the model whose directory it loads)
-    code = {"blank": ("import spacy; nlp = spacy.blank('en')", None, None),
-            # numba's share, common to any numba component: its import, the registries its first
-            # call sets up, one cached kernel, and the collector's passes over its objects at exit
-            NUMBA_FLOOR: ("import spacy; nlp = spacy.blank('en'); import numpy as np; "
-                          "from spacy_sparse.kernels.hashing import mix; mix(np.uint64(1), np.uint64(2))", None, None)}
-    for model in models:
-        shipped = {str(path): name for name, path in DEFAULT_PIPELINES.items()}.get(str(resolve_model(model)))
-        if shipped:  # as the README loads them
-            load = f"import spacy, spacy_sparse; nlp = spacy_sparse.load_default({shipped!r})"
-        else:
-            load = f"import spacy, spacy_sparse; nlp = spacy.load({str(resolve_model(model))!r})"
-        code[model] = (load, None, model)
-        if compiled_kernels.COMPILED and (shipped or has_sparse_components(resolve_model(model))):
-            code[f"{model} (jit)"] = (load, jit, model)
-    times: Dict[str, List[float]] = {name: [] for name in code}
-    peaks: Dict[str, List[int]] = {name: [] for name in code}
-    bytecode = compile_bytecode()
-    # each process reports, as it ends, its peak resident memory and what is resident then (VmHWM, VmRSS in kB;
-    # Linux; 0 elsewhere). Not ru_maxrss, which a new process inherits from the one that forked it (this one).
-    report = (r"; import os, re; s = open('/proc/self/status').read() if os.path.exists('/proc/self/status') "
-              r"else ''; print(*[(re.findall(k + r':\s*(\d+)', s) or ['0'])[0] for k in ('VmHWM', 'VmRSS')])")
-    resident: Dict[str, List[int]] = {name: [] for name in code}
-    for load, env, _ in code.values():  # untimed: numba's cache is written, if it was not
-        subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r})"], check=True, env=env)
-    for _ in range(max(1, runs)):
-        for name, (load, env, _) in code.items():
-            start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", f"{load}; nlp({COLD_SENTENCE!r}){report}"], check=True,
-                                  env=env, stdout=subprocess.PIPE, text=True)
-            times[name].append(time.perf_counter() - start)
-            peak_kb, now_kb = done.stdout.split()[-2:]
-            peaks[name].append(int(peak_kb) * 1024)
-            resident[name].append(int(now_kb) * 1024)
-    base = sorted(times["blank"])
-
-    def median(values: List[int]) -> int:
-        return sorted(values)[len(values) // 2]
-    rows = []
-    for name, (_, _, model) in code.items():
-        if name == "blank":
-            continue
-        own = sorted(times[name])
-        # pair runs by rank: the k-th fastest of each
-        extra = [a - b for a, b in zip(own, base)]
-        rows.append({"model": str(name), "seconds": own, "blank_seconds": base,
-                     "extra_seconds": extra, "median_extra": sorted(extra)[len(extra) // 2],
-                     "peak_rss_bytes": median(peaks[name]),
-                     "extra_rss_bytes": median(peaks[name]) - median(peaks["blank"]),
-                     "end_rss_bytes": median(resident[name]),
-                     "extra_end_rss_bytes": median(resident[name]) - median(resident["blank"]),
-                     "pipeline_bytes": None if model is None else directory_bytes(model)})
-    return {"runs": runs, "sentence": COLD_SENTENCE, "bytecode_compiled": bytecode,
-            "compiled_kernels": bool(compiled_kernels.COMPILED), "rows": rows}
+def setting_row(nlp: Language, pipe: SparsePipe, setting: Setting, docs: List[Doc], references: List[Doc],
+                text: str, sents: bool) -> Dict[str, Any]:
+    """One setting's accuracy, scores and templates per token (its speed is
+    timed afterwards, settings taking turns)."""
+    pipe.margin, pipe.margin_decay = setting
+    pipe.reset_usage()
+    done = list(nlp.pipe([d.copy() for d in docs]))
+    key, acc = accuracy(pipe, done, references)
+    scores = pipeline_scores(nlp, done, references)
+    if text == "lines" and "sents_f" in scores:
+        scores["sents_f"] = lines_sentence_f(done, references)
+        acc = scores["sents_f"] if key == "sents_f" else acc
+    row = {"margin": setting[0], "margin_decay": setting[1], "accuracy": acc, "metric": key, "scores": scores,
+           "templates_per_token": pipe.templates_per_token, "words_per_second": 0.0}
+    if finds_sentences(text, sents, scores):
+        row["boundaries"] = boundary_recall(done, references)
+    return row
 
 
-def tag_speed(model: str, source: Path, settings: Sequence[Tuple[int, int]], runs: int = 2,
-              workdir: Optional[Path] = None) -> Dict[str, Any]:
-    """Wall-clock seconds of the `tag` command on a raw-text file (one doc
-    per line) for each (processes, threads) setting, runs taking turns,
-    start-up included as a user meets it. The outputs must be byte-identical
-    across settings; their hash is recorded."""
-    import hashlib
-    import tempfile
-
-    source = Path(source)
-    words = 0
-    with source.open(encoding="utf8") as f:
-        for line in f:
-            words += len(line.split())
-    times: Dict[Tuple[int, int], List[float]] = {s: [] for s in settings}
-    digests: Dict[Tuple[int, int], str] = {}
-    compiled = compile_bytecode()
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        # untimed: numba's cache is written, if it was not
-        first = Path(tmp) / "first-line.txt"
-        with source.open(encoding="utf8") as f:
-            first.write_text(f.readline(), encoding="utf8")
-        subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", str(model), str(first), str(first) + ".jsonl",
-                        "--quiet"], check=True)
-        for _ in range(max(1, runs)):
-            for n_process, n_threads in settings:
-                out = Path(tmp) / f"out-{n_process}-{n_threads}.jsonl"
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", str(model), str(source), str(out),
-                                "--quiet", "--n-process", str(n_process), "--n-threads", str(n_threads)], check=True)
-                times[(n_process, n_threads)].append(time.perf_counter() - start)
-                digests[(n_process, n_threads)] = hashlib.sha256(out.read_bytes()).hexdigest()
-    if len(set(digests.values())) != 1:
-        raise RuntimeError(f"tag wrote different outputs for different settings: {digests}")
-    base = times[settings[0]]
-    rows = [{"n_process": p, "n_threads": t, "seconds": times[(p, t)],
-             "words_per_second": [words / x for x in times[(p, t)]],
-             "speedup": [b / x for b, x in zip(base, times[(p, t)])]} for p, t in settings]
-    return {"model": str(model), "input": str(source), "words": words, "runs": runs, "bytecode_compiled": compiled,
-            "output_sha256": next(iter(digests.values())), "rows": rows}
+def add_cost_model(rows: List[Dict[str, Any]], row_bytes: float) -> None:
+    """Time per template scored, weight bytes read per token, and the
+    speed-up over margin none, on each row."""
+    for r in rows:
+        scored = r["words_per_second"] * r["templates_per_token"]
+        r["ns_per_template"] = 1e9 / scored if scored else None
+        r["row_bytes_per_token"] = r["templates_per_token"] * row_bytes
+    base = next((r["words_per_second"] for r in rows if r["margin"] is None), None)
+    for r in rows:
+        r["speedup"] = r["words_per_second"] / base if base else None
 
 
-# Runs one command and prints the peak resident set of its process tree's largest member, in KiB (Linux
-# getrusage: of the waited-for child, the wrapper's only one).
-_PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def train_cost(config: Path, train: Path, dev: Path, output: Path, runs: int = 2,
-               overrides: Sequence[str] = ()) -> Dict[str, Any]:
-    """Wall-clock seconds and peak RSS of `python -m spacy train CONFIG` as
-    a user runs it (a new process each run, loading included), with the
-    dev scores and size on disk of the model-best it wrote. Each run goes
-    through a small wrapper process, so its peak is its own, not the
-    largest of all runs so far."""
-    rows = []
-    for i in range(max(1, runs)):
-        out = Path(output) / f"run{i + 1}"
-        cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(out),
-               "--paths.train", str(train), "--paths.dev", str(dev), *overrides]
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", _PEAK_RSS, *cmd], check=True, stdout=subprocess.PIPE,
-                              text=True)
-        seconds = time.perf_counter() - start
-        best = out / "model-best"
-        meta = srsly.read_json(best / "meta.json")
-        rows.append({"seconds": seconds, "peak_rss_bytes": int(done.stdout.split()[-1]) * 1024,
-                     "dev_scores": {k: v for k, v in meta.get("performance", {}).items()
-                                    if isinstance(v, (int, float))},
-                     "model_best_bytes": directory_bytes(best)})
-    return {"config": str(config), "train": str(train), "dev": str(dev), "overrides": list(overrides),
-            "runs": runs, "rows": rows}
+def compared(compare: str, lang: str, references: List[Doc], text: str, sents: bool, tags: bool, repeat: int,
+             metric: str) -> Tuple[Dict[str, Any], Language]:
+    """The comparison pipeline on the same inputs: its speed, scores, size
+    and per-component speeds; and the pipeline, warm."""
+    other = comparison_pipeline(compare, lang)
+    other_docs = input_docs(other, references, text, sents, tags)
+    other_first = time_first_pass(other, other_docs)
+    other_wps = time_pipe(other, other_docs, repeat)
+    scored = list(other.pipe(input_docs(other, references, text, sents, tags)))
+    scores = pipeline_scores(other, scored, references)
+    if text == "lines" and "sents_f" in scores:
+        scores["sents_f"] = lines_sentence_f(scored, references)
+    result = {"model": str(compare), "words_per_second": other_wps, "first_pass_words_per_second": other_first,
+              "pipeline_bytes": directory_bytes(compare), "scores": scores, "accuracy": scores.get(metric),
+              "component_words_per_second": component_speeds(other, other_docs, repeat)}
+    if finds_sentences(text, sents, scores):
+        result["boundaries"] = boundary_recall(scored, references)
+    return result, other

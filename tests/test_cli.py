@@ -284,7 +284,7 @@ def test_boundary_recall_sorts_sentence_starts_by_paragraph_and_mark():
     """A review title without a full stop, a paragraph that ends in one and a sentence inside a paragraph
     without one: each gold start lands in its kind, found or missed as the predicted doc has it, and a
     predicted start the reference lacks is counted apart."""
-    from spacy_sparse.bench import BOUNDARY_KINDS, boundary_recall
+    from spacy_sparse.boundaries import BOUNDARY_KINDS, boundary_recall
     from spacy_sparse.readers import PARAGRAPHS_KEY
 
     nlp = spacy.blank("en")

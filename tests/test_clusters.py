@@ -3,7 +3,7 @@ atoms, and taggers that read them, trained on EWT slices."""
 import pytest
 import spacy
 
-from spacy_sparse import clusters
+from spacy_sparse import clusters, word_codes
 from spacy_sparse.model import SparseLinearModel
 from spacy_sparse.templates import TAGGER_CLUSTER_TEMPLATES, TAGGER_TEMPLATES
 
@@ -125,7 +125,7 @@ def test_remembered_hashes_stay_short_and_bounded():
 def test_casefreq_codes_tell_names_from_common_words(shipped):
     logprobs = {"lisa": -15.4, "Lisa": -12.7, "laughter": -11.9, "Laughter": -14.9, "IPO": -14.5, "ipo": -19.0,
                 "zyx": -18.5}
-    codes = clusters.casefreq_codes(logprobs)
+    codes = word_codes.casefreq_codes(logprobs)
     assert set(codes) == {"lisa", "laughter", "ipo"}  # "zyx" is rarer than MIN_LOGPROB
     case = {w: (c - 1) // 32 for w, c in codes.items()}
     assert case == {"lisa": 1, "laughter": 0, "ipo": 2}  # Title, lower, UPPER
@@ -146,13 +146,13 @@ def test_casefreq_codes_tell_names_from_common_words(shipped):
 
 
 def test_wordnet_readings_of_new_words(shipped):
-    lemmas = clusters.Lemmas({"noun": frozenset({"clash", "box", "run"}), "verb": frozenset({"clash", "run"}),
+    lemmas = word_codes.Lemmas({"noun": frozenset({"clash", "box", "run"}), "verb": frozenset({"clash", "run"}),
                               "adj": frozenset({"big"}), "adv": frozenset()},
                              {"verb": {"ran": ["run"]}, "adj": {"bigger": ["big"]}},
                              {"noun": [["s", ""], ["xes", "x"]], "verb": [["es", ""], ["ed", ""], ["ing", ""]],
                               "adj": [["er", ""]]})
-    bits = {w: clusters.wordnet_readings(lemmas, w) for w in ("clashed", "boxes", "clash", "ran", "bigger", "qq")}
-    named = {w: {clusters.READINGS[i] for i in range(len(clusters.READINGS)) if b >> i & 1} for w, b in bits.items()}
+    bits = {w: word_codes.wordnet_readings(lemmas, w) for w in ("clashed", "boxes", "clash", "ran", "bigger", "qq")}
+    named = {w: {word_codes.READINGS[i] for i in range(len(word_codes.READINGS)) if b >> i & 1} for w, b in bits.items()}
     assert named["clashed"] == {("verb", "ed")} and named["boxes"] == {("noun", "s")}
     assert named["clash"] == {("noun", "base"), ("verb", "base")} and named["ran"] == {("verb", "irregular")}
     assert named["bigger"] == {("adj", "irregular")} and named["qq"] == set()

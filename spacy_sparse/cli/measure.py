@@ -58,7 +58,8 @@ def print_breakdowns(result: Dict[str, Any]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..bench import parse_decays, parse_margins, provenance, run_bench
+    from ..bench import parse_decays, parse_margins, run_bench
+    from ..provenance import provenance
 
     decays = parse_decays(args.decays) if args.decays else None
     gold = args.gold_tokens or args.gold_sents or args.gold_tags
@@ -141,7 +142,8 @@ def write_result(path: Optional[str], result: Dict[str, Any]) -> None:
 
 def cmd_cold_start(args: argparse.Namespace) -> int:
     """New-process time to one labelled sentence, over spacy.blank("en")."""
-    from ..bench import cold_start, provenance
+    from ..costs import cold_start
+    from ..provenance import provenance
 
     result = {"meta": provenance(), **cold_start(args.models, runs=args.runs)}
     for row in result["rows"]:
@@ -156,7 +158,8 @@ def cmd_cold_start(args: argparse.Namespace) -> int:
 
 def cmd_tag_speed(args: argparse.Namespace) -> int:
     """The `tag` command's wall-clock time per (processes, threads) setting."""
-    from ..bench import provenance, tag_speed
+    from ..costs import tag_speed
+    from ..provenance import provenance
 
     settings = []
     for item in args.settings.split(","):
@@ -184,7 +187,8 @@ def config_overrides(items: List[str]) -> List[str]:
 
 def cmd_train_cost(args: argparse.Namespace) -> int:
     """Time and peak memory of `spacy train` on a config, per run."""
-    from ..bench import provenance, train_cost
+    from ..costs import train_cost
+    from ..provenance import provenance
 
     result = {"meta": provenance(), **train_cost(Path(args.config), Path(args.train), Path(args.dev),
                                                  Path(args.output), runs=args.runs,

@@ -73,7 +73,7 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
     """Each pipeline over the treebank's UD-layout text, in turns (`--runs`
     passes each, alternating, so both meet the same machine), scored with
     the shared task's metrics; words/s counts the gold words."""
-    from ..bench import provenance
+    from ..provenance import provenance
     from ..tokenizer import keeping
     from ..ud_eval import NEEDS, evaluate, load, load_file
 

@@ -1,12 +1,11 @@
 """What every sparse component shares, as spaCy sees it: the weight model,
-the lexicon, the runtime knobs, labels, training, serialization and pickling
-(settings and their checks: settings.py; docs as arrays and threads:
-batching.py).
+the lexicon, labels and training (settings and their checks: settings.py;
+the settings a loaded component changes at run time: knobs.py; saving,
+loading and pickling: storage.py; docs as arrays and threads: batching.py).
 
 A task subclass says which kernel labels a batch, how gold labels are read
 from examples, and how predictions are written onto docs.
 """
-import json
 import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -22,16 +21,15 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from .. import clusters as word_clusters
-from .. import codec, preload
-from ..kernels.layout import stop_margins
 from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
 from .batching import MAX_TRAIN_CELLS, DocBatch, DocColumns, SegmentPool, token_chunks
 from .dropout import type_counts, word_dropout
-from .settings import (COMMON_DEFAULTS, MODES, check_common, check_margin, check_margin_decay, check_min_updates,
-                       check_threads)
+from .settings import COMMON_DEFAULTS, check_common
 from .gold import GoldMemo
+from .knobs import Knobs
+from .storage import StoredPipe
 from .views import Views, visible_examples
 
 
@@ -61,7 +59,7 @@ def placeholder_model() -> Model:
 ANNOTATE_STALE_STEPS = 10
 
 
-class SparsePipe(TrainablePipe):
+class SparsePipe(Knobs, StoredPipe, TrainablePipe):
     """Base of the sparse components (not registered itself)."""
 
     # what the task's kernel reads: offsets ("sequence") or parser slots ("state")
@@ -125,82 +123,6 @@ class SparsePipe(TrainablePipe):
         # gold values per training example, from epoch to epoch (gold.py)
         self._gold_memo = GoldMemo()
         self.reset_usage()
-
-    # ---- runtime knobs ---------------------------------------------------------
-    @property
-    def margin(self) -> Optional[float]:
-        """Stop adding templates once the best label leads by this much;
-        None scores all templates (slowest, most accurate)."""
-        return self.cfg["margin"]
-
-    @margin.setter
-    def margin(self, value: Optional[float]) -> None:
-        self.cfg["margin"] = check_margin(value)
-
-    @property
-    def margin_decay(self) -> float:
-        """The stop margin shrinks by this factor with every template scored:
-        after template t (0-based) a lead of margin * margin_decay**t stops.
-        1.0 keeps one margin for all templates (Strubell et al. 2015)."""
-        return self.cfg["margin_decay"]
-
-    @margin_decay.setter
-    def margin_decay(self, value: float) -> None:
-        self.cfg["margin_decay"] = check_margin_decay(value)
-
-    def _stop_rule(self, n_templates: int) -> Tuple[float, Optional[np.ndarray]]:
-        """(margin, thresholds) as the prediction kernels take them: margin
-        -1 for none; thresholds per template, or None for one margin."""
-        margin = -1.0 if self.margin is None else self.margin
-        return margin, stop_margins(margin, self.margin_decay, n_templates)
-
-    @property
-    def min_updates(self) -> int:
-        """Min-update pruning's k. The setting lives in cfg (it is saved with
-        it); the model, whose averages it filters, reads it from here."""
-        return self.cfg["min_updates"]
-
-    @min_updates.setter
-    def min_updates(self, value: int) -> None:
-        self.cfg["min_updates"] = check_min_updates(value)
-        if self.sparse is not None:
-            self.sparse.min_updates = self.cfg["min_updates"]
-            self.sparse.changed()
-
-    @property
-    def n_threads(self) -> int:
-        """Threads that label one batch together (1: the calling thread)."""
-        return self.cfg["n_threads"]
-
-    @n_threads.setter
-    def n_threads(self, value: int) -> None:
-        self.cfg["n_threads"] = check_threads(value)
-
-    def _over_segments(self, batch: DocBatch, run: Callable[[np.ndarray, np.ndarray], None]) -> None:
-        """run(seg_off_part, seg_new_doc_part) over the batch's docs on this
-        component's threads (batching.SegmentPool)."""
-        self._pool.run(batch, self.n_threads, run)
-
-    @property
-    def objective(self) -> int:
-        return MODES[self.cfg["mode"]]
-
-    @property
-    def adagrad(self) -> bool:
-        return self.cfg.get("learner", COMMON_DEFAULTS["learner"]) == "adagrad"
-
-    def reset_usage(self) -> None:
-        self.usage = {"tokens": 0, "templates": 0}
-
-    def _record_usage(self, used: np.ndarray) -> None:
-        with self._stats_lock:
-            self.usage["tokens"] += int(used.shape[0])
-            self.usage["templates"] += int(used.sum())
-
-    @property
-    def templates_per_token(self) -> float:
-        u = self.usage
-        return u["templates"] / u["tokens"] if u["tokens"] else 0.0
 
     # ---- labels ------------------------------------------------------------------
     @property
@@ -457,113 +379,3 @@ class SparsePipe(TrainablePipe):
 
     def get_loss(self, examples, scores):
         raise NotImplementedError("Sparse components compute their loss inside update()")
-
-    # ---- serialization ---------------------------------------------------------------
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        data: Dict[str, Any] = {"cfg": cfg_json(self.cfg)}
-        if self.sparse is not None and "model" not in exclude:
-            data["model"] = self.sparse.to_bytes()
-        return srsly.msgpack_dumps(data)
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "SparsePipe":
-        try:
-            data = codec.loads(bytes_data)
-        except ValueError as err:
-            raise ValueError(f"Cannot load {self.name!r}: not spacy-sparse component bytes ({err})") from None
-        if not isinstance(data, dict) or "cfg" not in data:
-            raise ValueError(f"Cannot load {self.name!r}: not spacy-sparse component bytes")
-        self._load_cfg(srsly.json_loads(data["cfg"]))
-        if "model" in data and "model" not in exclude:
-            self._load_model(data["model"])
-        return self
-
-    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
-        path = util.ensure_path(path)
-        serializers = {"cfg": lambda p: p.write_text(cfg_json(self.cfg, indent=2) + "\n", encoding="utf8")}
-        if self.sparse is not None:
-            serializers["model"] = lambda p: p.write_bytes(self.sparse.to_bytes())
-        util.to_disk(path, serializers, exclude)
-
-    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SparsePipe":
-        path = util.ensure_path(path)
-
-        def load_cfg(p: Path) -> None:
-            try:
-                cfg = srsly.read_json(p)
-            except Exception as err:
-                raise ValueError(f"Cannot read the config of {self.name!r} at {p}: {err}") from None
-            self._load_cfg(cfg)
-
-        def load_model(p: Path) -> None:
-            decoded = preload.take(p)  # decoded while spacy.load built the rest (preload.py)
-            if decoded is not None:
-                self._set_model(decoded, where=str(p))
-            elif p.exists():
-                try:
-                    data = codec.read_model_file(p)
-                except ValueError as err:
-                    raise ValueError(f"Cannot load the weights of {self.name!r}: {err}") from None
-                self._load_model(data, where=str(p))
-
-        util.from_disk(path, {"cfg": load_cfg, "model": load_model}, exclude)
-        return self
-
-    def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
-        """Check the task's own settings in a loaded cfg (ValueError), with the
-        factory's messages."""
-
-    def _load_cfg(self, cfg: Any) -> None:
-        if not isinstance(cfg, dict):
-            raise ValueError(f"Cannot load {self.name!r}: its cfg is not an object")
-        try:
-            cfg = check_common(cfg)
-            self._check_task_cfg(cfg)
-        except ValueError as err:
-            raise ValueError(f"Cannot load {self.name!r}: {err}") from None
-        self.cfg.update(cfg)
-        if self.sparse is not None:
-            self.sparse.min_updates = self.min_updates
-
-    def _load_model(self, data: bytes, where: str = "bytes") -> None:
-        try:
-            model = SparseLinearModel.from_bytes(data)
-        except ValueError as err:
-            raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
-        self._set_model(model, where)
-
-    def _check_labels(self, labels: Sequence[str]) -> None:
-        """ValueError if a loaded model's labels are not ones this task's
-        kernels can run on (a file's checksum says nothing of that)."""
-
-    def _set_model(self, model: SparseLinearModel, where: str) -> None:
-        """Take a decoded model as this component's weights."""
-        try:
-            check_kind(model.templates, self.template_kind, type(self).__name__)
-            self._check_labels(list(model.labels))
-        except ValueError as err:
-            raise ValueError(f"Cannot load the weights of {self.name!r} from {where}: {err}") from None
-        self.sparse = model
-        model.min_updates = self.min_updates
-        self.lexicon.set_classes(model.lex_classes)
-        self.lexicon.set_clusters(model.lex_clusters)
-        self.cfg["templates"] = model.template_names
-        self.cfg["labels"] = list(model.labels)
-        self._labels_changed()
-
-    # ---- pickling (nlp objects are pickled for multiprocessing) -------------------------
-    def __reduce__(self):
-        return (_unpickle_pipe, (type(self), self.vocab, self.name, self.scorer, self.to_bytes()))
-
-
-def cfg_json(cfg: Dict[str, Any], indent: Optional[int] = None) -> str:
-    """The settings as JSON with every float exact (srsly's writer rounds
-    to ten decimals, so 1e-11 came back as 0.0 and failed its check)."""
-    return json.dumps(cfg, indent=indent, ensure_ascii=False)
-
-
-def _unpickle_pipe(cls, vocab, name, scorer, data):
-    cfg = srsly.json_loads(codec.loads(data)["cfg"])
-    kwargs = {k: v for k, v in cfg.items() if k != "labels"}
-    pipe = cls(vocab, name, scorer=scorer, **kwargs)
-    pipe.from_bytes(data)
-    return pipe

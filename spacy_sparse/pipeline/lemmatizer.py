@@ -27,7 +27,8 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
-from ..clusters import BASE_READINGS, SUFFIX_READINGS, ClusterTable, key_of
+from ..clusters import ClusterTable, key_of
+from ..word_codes import BASE_READINGS, SUFFIX_READINGS
 from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
 from .tagger import SparseTagger
 

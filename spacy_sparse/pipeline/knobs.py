@@ -1,0 +1,97 @@
+"""The settings a loaded sparse component may change at run time (stop margins, threads, min-update's k), and
+the usage counts that say how many templates dynamic feature selection scored per token.
+
+A mixin of SparsePipe (base.py): the settings live in the component's `cfg`, so they are saved with it.
+"""
+import threading
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from ..kernels.layout import stop_margins
+from .batching import DocBatch, SegmentPool
+from .settings import COMMON_DEFAULTS, MODES, check_margin, check_margin_decay, check_min_updates, check_threads
+
+
+class Knobs:
+    """Run-time settings and template usage for SparsePipe."""
+
+    cfg: Dict
+    usage: Dict[str, int]
+    _pool: SegmentPool
+    _stats_lock: threading.Lock
+
+    @property
+    def margin(self) -> Optional[float]:
+        """Stop adding templates once the best label leads by this much;
+        None scores all templates (slowest, most accurate)."""
+        return self.cfg["margin"]
+
+    @margin.setter
+    def margin(self, value: Optional[float]) -> None:
+        self.cfg["margin"] = check_margin(value)
+
+    @property
+    def margin_decay(self) -> float:
+        """The stop margin shrinks by this factor with every template scored:
+        after template t (0-based) a lead of margin * margin_decay**t stops.
+        1.0 keeps one margin for all templates (Strubell et al. 2015)."""
+        return self.cfg["margin_decay"]
+
+    @margin_decay.setter
+    def margin_decay(self, value: float) -> None:
+        self.cfg["margin_decay"] = check_margin_decay(value)
+
+    def _stop_rule(self, n_templates: int) -> Tuple[float, Optional[np.ndarray]]:
+        """(margin, thresholds) as the prediction kernels take them: margin
+        -1 for none; thresholds per template, or None for one margin."""
+        margin = -1.0 if self.margin is None else self.margin
+        return margin, stop_margins(margin, self.margin_decay, n_templates)
+
+    @property
+    def min_updates(self) -> int:
+        """Min-update pruning's k. The setting lives in cfg (it is saved with
+        it); the model, whose averages it filters, reads it from here."""
+        return self.cfg["min_updates"]
+
+    @min_updates.setter
+    def min_updates(self, value: int) -> None:
+        self.cfg["min_updates"] = check_min_updates(value)
+        if self.sparse is not None:
+            self.sparse.min_updates = self.cfg["min_updates"]
+            self.sparse.changed()
+
+    @property
+    def n_threads(self) -> int:
+        """Threads that label one batch together (1: the calling thread)."""
+        return self.cfg["n_threads"]
+
+    @n_threads.setter
+    def n_threads(self, value: int) -> None:
+        self.cfg["n_threads"] = check_threads(value)
+
+    def _over_segments(self, batch: DocBatch, run: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        """run(seg_off_part, seg_new_doc_part) over the batch's docs on this
+        component's threads (batching.SegmentPool)."""
+        self._pool.run(batch, self.n_threads, run)
+
+    @property
+    def objective(self) -> int:
+        return MODES[self.cfg["mode"]]
+
+    @property
+    def adagrad(self) -> bool:
+        return self.cfg.get("learner", COMMON_DEFAULTS["learner"]) == "adagrad"
+
+    def reset_usage(self) -> None:
+        self.usage = {"tokens": 0, "templates": 0}
+
+    def _record_usage(self, used: np.ndarray) -> None:
+        with self._stats_lock:
+            self.usage["tokens"] += int(used.shape[0])
+            self.usage["templates"] += int(used.sum())
+
+    @property
+    def templates_per_token(self) -> float:
+        u = self.usage
+        return u["templates"] / u["tokens"] if u["tokens"] else 0.0
