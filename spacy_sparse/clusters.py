@@ -40,7 +40,7 @@ from spacy.strings import get_string_id
 
 from .arrays import unique
 from .fields import array_field, zipped
-from .word_codes import Lemmas, casefreq_codes, wordnet_readings
+from .word_codes import FREQ_EDGES, Lemmas, casefreq_codes, wordnet_readings
 
 SHIPPED = {"en_brown_1000": "en_brown_1000.msgpack"}
 FORMAT_NAME = "spacy-sparse-clusters"
@@ -125,6 +125,19 @@ class ClusterTable:
         if keep.all() and paths is self.paths and stats is self.stats and senses is self.senses:
             return self
         return ClusterTable(self.keys[keep], paths[keep], stats[keep], senses[keep])
+
+    def common(self, min_logprob: float) -> "ClusterTable":
+        """Only the forms a large corpus writes more often than
+        exp(min_logprob), by their casefreq code's frequency class
+        (word_codes.FREQ_EDGES holds the values a cut can fall on): a smaller
+        table for a model that must be small. Forms without a code go too."""
+        if min_logprob not in FREQ_EDGES:
+            raise ValueError(f"clusters_min_logprob must be one of {list(FREQ_EDGES)}, got {min_logprob!r}")
+        if not self.has_stats:
+            raise ValueError("the word table has no casefreq codes to tell common words by")
+        classes = FREQ_EDGES.index(min_logprob)  # frequency classes 0..classes lie above the cut
+        keep = (self.stats > 0) & ((self.stats.astype(np.int64) - 1) % 8 <= classes)
+        return ClusterTable(self.keys[keep], self.paths[keep], self.stats[keep], self.senses[keep])
 
     def items(self) -> Iterable[Tuple[int, int]]:
         """(key, path) of the forms that have a path."""

@@ -27,6 +27,30 @@ def test_shipped_table_groups_words_used_alike(shipped):
                                                                                                           "wnpos"]}
 
 
+def test_common_words_make_a_smaller_table(shipped, ewt_refs):
+    """ClusterTable.common keeps the forms whose casefreq code puts them
+    above a frequency cut: a common word keeps its code, a rare one reads as
+    unknown."""
+    common = shipped.common(-14.0)
+    assert 10_000 < len(common) < len(shipped) // 4
+    assert len(common) < len(shipped.common(-16.0)) < len(shipped)
+    assert set(common.keys.tolist()) <= set(shipped.keys.tolist()) and common.stats.all()
+    words = sorted({t.text for d in ewt_refs["dev"] for t in d})
+    kept = 0
+    for w in words:
+        code = clusters.atoms(shipped, w)["casefreq"]
+        small = clusters.atoms(common, w)["casefreq"]
+        assert small in (0, code)
+        kept += small == code != 0
+    assert kept > len(words) // 2  # most words of running text are common
+    assert clusters.atoms(common, "the")["clu"] and not clusters.atoms(common, "qzxvjkwq")["clu"]
+    for bad in (-13.0, 0, None):
+        with pytest.raises(ValueError, match="clusters_min_logprob"):
+            shipped.common(bad)
+    with pytest.raises(ValueError, match="no casefreq codes"):
+        shipped.keeping(["clu"]).common(-14.0)
+
+
 def test_lookup_reads_the_table_in_place(shipped):
     """A word's lookup copies nothing of the table: numpy 2's searchsorted
     with a Python int made an int64 copy of all the keys first, which
@@ -206,12 +230,12 @@ def test_corrupt_table_is_a_value_error(shipped):
         clusters.decode(msg)
 
 
-def _tagger(refs, templates, cluster_source, n_train=150):
+def _tagger(refs, templates, cluster_source, n_train=150, **init):
     nlp = spacy.blank("en")
     nlp.add_pipe("sparse_tagger", config={"templates": list(templates)})
     train = to_examples(nlp, refs["train"][:n_train])
     if cluster_source:
-        nlp.config["initialize"]["components"]["sparse_tagger"] = {"clusters": cluster_source}
+        nlp.config["initialize"]["components"]["sparse_tagger"] = {"clusters": cluster_source, **init}
     nlp.initialize(lambda: train)
     for _ in range(3):
         nlp.update(train)
@@ -239,6 +263,14 @@ def test_tagger_reads_clusters_and_saves_them(ewt_refs):
     # the clu* atoms are read: without the table the tags change
     tagger.lexicon.set_clusters(clusters.ClusterTable())
     assert [[t.tag_ for t in doc] for doc in nlp.pipe(eg.predicted.copy() for eg in dev)] != tags
+
+    # a model that must be small keeps the common words' entries only (the composed recipe's setting)
+    small = _tagger(ewt_refs, templates + ["casefreq@0"], "en_brown_1000", clusters_min_logprob=-16.0)
+    table = small.get_pipe("sparse_tagger").sparse.lex_clusters
+    assert 30_000 < len(table) < len(tagger.sparse.lex_clusters)
+    assert small.evaluate(dev)["tag_acc"] > 0.85
+    with pytest.raises(ValueError, match="clusters_min_logprob"):
+        _tagger(ewt_refs, templates, "en_brown_1000", clusters_min_logprob=-15.0)
 
 
 WORDNET_GAIN = 10  # 478 against 463

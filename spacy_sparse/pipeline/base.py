@@ -190,9 +190,11 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         self.sparse.lex_clusters = self.lexicon.clusters
         self._labels_changed()
 
-    def use_clusters(self, source: Optional[Union[str, Path]], lang: str = "en") -> None:
+    def use_clusters(self, source: Optional[Union[str, Path]], lang: str = "en",
+                     min_logprob: Optional[float] = None) -> None:
         """Give the model a word-cluster table (clusters.py: a shipped name,
-        "lookups" or a path), or check that templates reading `clu*` atoms
+        "lookups" or a path; with `min_logprob`, its common forms only:
+        ClusterTable.common), or check that templates reading `clu*` atoms
         are not left without one."""
         model = self._require_model()
         reads = word_clusters.atoms_read(model.templates)
@@ -203,6 +205,8 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
                                  f"(e.g. \"{next(iter(word_clusters.SHIPPED))}\")")
             return
         table = word_clusters.resolve(source, lang)
+        if min_logprob is not None:
+            table = table.common(min_logprob)
         if not table:
             raise ValueError(f"clusters {str(source)!r} hold no word")
         for atom, held in ((word_clusters.CASEFREQ, table.has_stats), (word_clusters.WNPOS, table.has_senses)):
@@ -229,17 +233,19 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         labels: Optional[Sequence[str]] = None,
         order: Optional[Any] = None,
         clusters: Optional[Union[str, Path]] = None,
+        clusters_min_logprob: Optional[float] = None,
     ) -> None:
         """Collect labels (or take `labels`, e.g. from `spacy init labels`),
         put templates in `order` (an ordering file path or list) and make an
-        empty model, with word `clusters` if its templates read them."""
+        empty model, with word `clusters` if its templates read them (only
+        the forms more common than `clusters_min_logprob`, if given)."""
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if labels is None:
             # labels given with add_label stay, as in spaCy's components
             labels = sorted(set(self.cfg["labels"]) | set(self._labels_from(get_examples())))
         pairs = self._word_labels(get_examples())
         self._build_model(list(labels), order, ambiguity_classes(pairs))
-        self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang)
+        self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang, clusters_min_logprob)
         if self.cfg.get("min_count", 1) > 1:
             self._keep_frequent_features(list(get_examples()), self.cfg["min_count"])
         self._count_types(get_examples)

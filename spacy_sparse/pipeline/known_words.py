@@ -77,11 +77,11 @@ class KnownWords:
         check_number(cfg.get("min_label_count", DEFAULT_MIN_LABEL_COUNT), "min_label_count", whole=True, low=1)
 
     def initialize(self, get_examples, *, nlp=None, labels: Optional[List[str]] = None, order: Any = None,
-                   clusters: Any = None) -> None:
+                   clusters: Any = None, clusters_min_logprob: Optional[float] = None) -> None:
         """The component's initialize (SparsePipe.initialize; spaCy checks its settings against this signature),
         then the table of known pairs from the same examples."""
         super().initialize(get_examples, nlp=nlp, labels=labels, order=order,  # type: ignore[misc]
-                           clusters=clusters)
+                           clusters=clusters, clusters_min_logprob=clusters_min_logprob)
         self._count_known(get_examples())
 
     def _word_labels(self, examples: Iterable[Example]) -> Iterable[Tuple[str, str]]:
