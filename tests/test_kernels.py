@@ -477,7 +477,7 @@ def test_fuller_training_tables_change_no_weight(ewt_refs, monkeypatch):
     """Training fills its tables to TRAINING_LOAD: a tagger trained with tables kept half empty, as prediction
     keeps its own, saves the same bytes. Saving drops the layouts an evaluation made, and they are made again
     the same."""
-    from spacy_sparse import model as model_module
+    from spacy_sparse import training_rows as model_module
 
     refs = ewt_refs["train"][:120]
     monkeypatch.setattr(model_module, "TRAINING_LOAD", 0.5)

@@ -9,7 +9,8 @@ from spacy.training import Example
 
 from spacy_sparse.codes import AT_ROOT
 from spacy_sparse.kernels.parser import oracle_parse
-from spacy_sparse.model import SparseLinearModel, compress_rows
+from spacy_sparse.layouts import compress_rows
+from spacy_sparse.model import SparseLinearModel
 from spacy_sparse.pipeline.batching import DocBatch
 from spacy_sparse.pipeline.parser import gold_children
 
@@ -337,7 +338,7 @@ def test_hot_rows_parse_as_the_packed_rows_do(ewt_refs, monkeypatch):
     import numpy as np
 
     import spacy_sparse
-    import spacy_sparse.model as model_module
+    import spacy_sparse.layouts as layouts_module
     from spacy_sparse.kernels.rows import HOT, span_values
 
     nlp = spacy_sparse.load_default()
@@ -346,17 +347,17 @@ def test_hot_rows_parse_as_the_packed_rows_do(ewt_refs, monkeypatch):
     tab, _, _, _, _, dense = model.packed()
     spans = span_values(tab)
     n_hot = int((spans >= HOT).sum())
-    assert 1000 < n_hot == dense.shape[0] and dense.nbytes <= model_module.HOT_BYTES
+    assert 1000 < n_hot == dense.shape[0] and dense.nbytes <= layouts_module.HOT_BYTES
     ptr = model.compact()[0]
     counts = np.diff(ptr)
-    assert np.sort(counts)[-n_hot:].min() >= model_module.HOT_NONZEROS  # the fullest rows, none below the floor
+    assert np.sort(counts)[-n_hot:].min() >= layouts_module.HOT_NONZEROS  # the fullest rows, none below the floor
     assert np.count_nonzero(dense) == counts[np.argsort(counts)[-n_hot:]].sum()
     with_hot = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
-    monkeypatch.setattr(model_module, "HOT_BYTES", 0)
+    monkeypatch.setattr(layouts_module, "HOT_BYTES", 0)
     model._packed = None
     assert model.packed()[-1].shape[0] == 1 and not (span_values(model.packed()[0]) >= HOT).any()
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == with_hot
-    monkeypatch.setattr(model_module, "HOT_BYTES", 200 * model.n_labels * 4)
+    monkeypatch.setattr(layouts_module, "HOT_BYTES", 200 * model.n_labels * 4)
     model._packed = None
     assert model.packed()[-1].shape[0] <= 200
     assert [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)] == with_hot
@@ -369,7 +370,7 @@ def test_narrow_span_table_parses_as_the_wide_one(ewt_refs, monkeypatch):
     import numpy as np
 
     import spacy_sparse
-    import spacy_sparse.model as model_module
+    import spacy_sparse.layouts as layouts_module
     from spacy_sparse.kernels.rows import span_values
 
     nlp = spacy_sparse.load_default()
@@ -378,7 +379,7 @@ def test_narrow_span_table_parses_as_the_wide_one(ewt_refs, monkeypatch):
     narrow = model.packed()[0]
     assert narrow.dtype == np.uint32
     parses = [[(t.head.i, t.dep_) for t in d] for d in nlp.pipe(texts)]
-    monkeypatch.setattr(model_module, "narrow_fits", lambda n_labels, n_weights: False)
+    monkeypatch.setattr(layouts_module, "narrow_fits", lambda n_labels, n_weights: False)
     model._packed = None
     wide = model.packed()[0]
     assert wide.dtype == np.uint64 and wide.nbytes == 2 * narrow.nbytes
@@ -390,15 +391,15 @@ def test_narrow_span_table_parses_as_the_wide_one(ewt_refs, monkeypatch):
 def test_float_rows_parse_as_dense_rows_do(trained_parser, trained, ewt_refs, monkeypatch):
     """A float parser's packed layout ((label, value) pairs) parses EWT dev exactly as every row read dense
     does."""
-    import spacy_sparse.model as model_module
+    import spacy_sparse.layouts as layouts_module
 
     _, parser = trained_parser
     model = parser.sparse
     docs = tagged(trained[0], ewt_refs["dev"][:150], False)
 
     def parses(hot_nonzeros: int, hot_bytes: int):
-        monkeypatch.setattr(model_module, "HOT_NONZEROS", hot_nonzeros)
-        monkeypatch.setattr(model_module, "HOT_BYTES", hot_bytes)
+        monkeypatch.setattr(layouts_module, "HOT_NONZEROS", hot_nonzeros)
+        monkeypatch.setattr(layouts_module, "HOT_BYTES", hot_bytes)
         model._packed = None
         _, _, lv, lc, _, dense = model.packed()
         layout = (lv.shape[0], lc.size, dense.shape[0])
