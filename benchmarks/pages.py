@@ -79,10 +79,9 @@ BENCH_SECTIONS = [
     ("tagger_gold", "Trained tagger with gold tokens and gold sentences",
      "The same setting for the float tagger of `configs/tagger.cfg`."),
     ("composed_raw", "Every sparsity method on one tagger (`configs/tagger_composed.cfg`) on raw text",
-     "`model-best` of `spacy train configs/tagger_composed.cfg` on EWT train/dev: `configs/tagger.cfg`'s recipe "
-     "with the word table's common forms only, sparseptron selection of 46 of its 47 templates, a refit with "
-     "min-update (k = 4), five DC-ADMM iterations with L0 terms (8 weight values); the same raw-text input as "
-     "above, with `margin_decay` 0.95 beside the single margin."),
+     "`model-best` of `spacy train configs/tagger_composed.cfg` on EWT train/dev: sparseptron selection of 44 of the "
+     "48 templates, a refit with min-update (k = 3), five DC-ADMM iterations with L0 terms (8 weight values); "
+     "the same raw-text input as above, with `margin_decay` 0.95 beside the single margin."),
     ("tagger_wsj", "Another domain: the trained tagger on Wall Street Journal text",
      "The float tagger of `configs/tagger.cfg`, trained on EWT (web text) only, tagging CoNLL-2000's test split "
      "(WSJ section 20 news, one doc per sentence, gold tokens: `spacy project run convert-chunks`), against spaCy's "
