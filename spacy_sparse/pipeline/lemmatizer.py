@@ -4,13 +4,15 @@ Each (form, lemma) pair of the training data becomes an *edit rule*: take the fo
 in title case, cut a suffix, add one. "studies" -> "study" is `K3|iesy` (keep case, cut the 3 characters
 "ies", add "y"), "The" -> "the" is `L0|` (lower case, cut nothing), "KABUL" -> "Kabul" is `T0|` (title case:
 UD English writes a proper noun's lemma so, however the text cased it). A rule is written
-`{K|L|T}{n}|{cut}{add}`, so it parses back without ambiguity whatever characters the suffixes hold. The component predicts a rule per token with the
-tagger's engine, over templates that read the word, its affixes, its tag (set by an earlier tagger: `ptag`)
-and its neighbours; a rule whose cut suffix the form does not end with is never applied: the token then keeps
-its form (in the case the rule asks for). With a word table holding WordNet readings (`wnpos` templates), a
-rule whose lemma WordNet does not know gives way to a rule of the same suffix family whose lemma it knows
-("provoked": `K2|ed` makes "provok", `K1|d` "provoke"). Rules seen fewer than `min_label_count` times in the training
-data are not labels (they are mostly one-off irregular forms and typos).
+`{K|L|T}{n}|{cut}{add}`, so it parses back without ambiguity whatever characters the suffixes hold.
+
+The component predicts a rule per token with the tagger's engine, over templates that read the word, its
+affixes, its tag (set by an earlier tagger: `ptag`) and its neighbours; a rule whose cut suffix the form does
+not end with is never applied: the token then keeps its form (in the case the rule asks for). With a word
+table holding WordNet readings (`wnpos` templates), a rule whose lemma WordNet does not know gives way to a
+rule of the same suffix family whose lemma it knows ("provoked": `K2|ed` makes "provok", `K1|d` "provoke").
+Rules seen fewer than `min_label_count` times in the training data are not labels (they are mostly one-off
+irregular forms and typos).
 
 Writing lemmas looks each distinct (word, rule) pair of a batch up in a sorted array of the lemmas made
 before, so the string work is done once per pair the component meets, not once per token.
@@ -39,7 +41,7 @@ MIN_STEM = 3  # dictionary_lemma: shorter stems are whole-word replacements, not
 KEY_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: (word, rule) -> one 64-bit cache key
 
 
-CASES = "KLT"  # keep, lower, title
+CASES = ("K", "L", "T")  # keep, lower, title
 
 
 def cased(form: str, case: str) -> str:
@@ -71,7 +73,7 @@ def edit_rule(form: str, lemma: str) -> str:
 def parse_rule(rule: str) -> Tuple[str, str, str]:
     """(case first: K, L or T, suffix to cut, suffix to add) of a rule; ValueError if it is not one."""
     flag, bar = rule[:1], rule.find("|")
-    if not flag or flag not in CASES or bar < 2 or not rule[1:bar].isdigit():
+    if flag not in CASES or bar < 2 or not rule[1:bar].isdigit():
         raise ValueError(f"not a lemma edit rule: {rule!r}")
     n = int(rule[1:bar])
     rest = rule[bar + 1:]
