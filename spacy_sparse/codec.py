@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import clusters as word_clusters
-from .fields import array_field, zipped, zipped_bytes
+from .fields import array_field, zipped
+from .row_groups import index_from_steps, len_dtype, names_a_label_twice, rows_grouped, steps_within
 from .kernels.compiled import expand_rows
 from .kernels.layout import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
 
@@ -120,7 +121,7 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
         "labels": list(model.labels),
         # features are stored grouped by template, in template order
         "template_features": counts,
-        "feature_key": zipped(_steps_within(keys_of_row[keep].astype(np.int64), counts)),
+        "feature_key": zipped(steps_within(keys_of_row[keep].astype(np.int64), counts)),
         # sorted 64-bit hashes, stored as steps (uint64 arithmetic)
         "class_keys": zipped(np.diff(class_keys, prepend=np.uint64(0))),
         # few distinct values: whole 8-byte repeats zip best
@@ -130,18 +131,18 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     if model.lex_clusters:
         out.update(word_clusters.encode(model.lex_clusters))
     if not grouped:
-        out.update(weights="float", row_length=row_len.astype(_len_dtype(model.n_labels)),
+        out.update(weights="float", row_length=row_len.astype(len_dtype(model.n_labels)),
                    row_label=labels, row_value=values)
         return out
     n_codes = max(1, codebook.size)
-    steps = _steps_within(labels.astype(np.int64), row_len.astype(np.int64)).astype(np.int64)
-    if _names_a_label_twice(steps, row_len):
+    steps = steps_within(labels.astype(np.int64), row_len.astype(np.int64)).astype(np.int64)
+    if names_a_label_twice(steps, row_len):
         raise ValueError("A row names one label twice")  # compact() never makes such rows
     entries = steps * n_codes + codes
     out.update(weights="grouped", codebook=codebook)
     # codes are few and skewed: zlib (stdlib, data only) stores them in
     # about a third of their bytes
-    out.update(_rows_grouped(row_len, entries, model.n_labels * n_codes))
+    out.update(rows_grouped(row_len, entries, model.n_labels * n_codes))
     return out
 
 
@@ -167,7 +168,7 @@ def decode(msg: Any) -> "SparseLinearModel":
     if counts.sum() != n:
         raise ValueError("Corrupt model: feature counts per template do not add up")
     if version >= 4:
-        keys = _index_from_steps(keys.astype(np.int64), counts)
+        keys = index_from_steps(keys.astype(np.int64), counts)
         if n and (keys.min() < 0 or keys.max() >= 2 ** 32):
             raise ValueError("Corrupt model: feature keys out of range")
     keys = keys.astype(np.uint64)
@@ -281,109 +282,6 @@ def codes_of(values: np.ndarray, limit: int) -> Tuple[Optional[np.ndarray], Opti
     return (book, codes) if book.size <= limit else (None, None)
 
 
-def _len_dtype(n_labels: int):
-    return np.uint8 if n_labels < 256 else np.uint16
-
-
-def _index_dtype(top: int):
-    """The smallest unsigned type holding 0..top."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dt).max:
-            return dt
-    return np.uint64
-
-
-def _rows_grouped(row_len: np.ndarray, entries: np.ndarray, n_entries: int) -> Dict[str, Dict[str, Any]]:
-    """Rows of packed (label step, code) entries, zipped; identical rows
-    are stored once (with an index per feature) when that zips smaller."""
-    entry_dt = _index_dtype(max(0, n_entries - 1))
-    len_dt = _index_dtype(int(row_len.max()) if row_len.size else 0)
-    plain = {"row_length": zipped(row_len.astype(len_dt)), "row_entry": zipped(entries.astype(entry_dt))}
-    if row_len.size < 2:
-        return plain
-    same = _same_rows(row_len, entries)
-    if same is None:
-        return plain
-    first, index = same
-    # distinct rows in lexicographic order: neighbours then look alike,
-    # which zlib rewards (a quarter fewer bytes than hash order)
-    starts = _row_starts(row_len)
-    u_len = row_len[first]
-    mat = np.full((first.size, int(u_len.max())), n_entries, dtype=np.int64)
-    mat[np.repeat(np.arange(first.size), u_len), _positions_in_rows(u_len)] = entries[_gather_ranges(starts[first], u_len)]
-    order = np.lexsort(mat.T[::-1])
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    first, index = first[order], rank[index]
-    u_len = row_len[first]
-    merged = {"row_length": zipped(u_len.astype(len_dt)),
-              "row_entry": zipped(entries[_gather_ranges(starts[first], u_len)].astype(entry_dt)),
-              "feature_row": zipped(index.astype(_index_dtype(first.size - 1)))}
-    return merged if zipped_bytes(merged) < zipped_bytes(plain) else plain
-
-
-def _same_rows(row_len: np.ndarray, entries: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-    """(first, index): the distinct rows (by their first feature) and each
-    feature's distinct row. Rows are told apart by a 64-bit hash of their
-    entries and then compared in full; None if two rows share a hash (the
-    caller then stores every row)."""
-    starts = _row_starts(row_len)
-    _, first, index = np.unique(_row_hashes(row_len, entries), return_index=True, return_inverse=True)
-    index = index.reshape(-1)
-    rep_len = row_len[first][index]
-    if np.any(rep_len != row_len) or np.any(entries[_gather_ranges(starts[first][index], rep_len)] != entries):
-        return None
-    return first, index
-
-
-def _row_hashes(row_len: np.ndarray, entries: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each (nonempty) row: its entries times fixed odd
-    multipliers by position, summed, plus its length."""
-    mults = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=int(row_len.max()), dtype=np.uint64) | np.uint64(1)
-    starts = _row_starts(row_len)
-    with np.errstate(over="ignore"):
-        mixed = (entries.astype(np.uint64) + np.uint64(1)) * mults[_positions_in_rows(row_len)]
-        return np.add.reduceat(mixed, starts) + row_len.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-
-
-def _row_starts(row_len: np.ndarray) -> np.ndarray:
-    """Where each row begins in the concatenated entries."""
-    starts = np.zeros(row_len.size, dtype=np.int64)
-    np.cumsum(row_len[:-1], dtype=np.int64, out=starts[1:])
-    return starts
-
-
-def _positions_in_rows(row_len: np.ndarray) -> np.ndarray:
-    """0, 1, .., len-1 for each row, concatenated."""
-    starts = _row_starts(row_len)
-    return np.arange(int(row_len.sum())) - np.repeat(starts, row_len)
-
-
-def _steps_within(index: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Values sorted within each group (`counts` values a group) -> their
-    steps, the first of each group kept whole; all >= 0."""
-    steps = np.diff(index, prepend=0)
-    starts = np.cumsum(counts)[:-1]
-    starts = starts[counts[1:] > 0] if starts.size else starts
-    steps[starts] = index[starts]
-    return steps.astype(_index_dtype(int(steps.max()) if steps.size else 0))
-
-
-def _names_a_label_twice(label_steps: np.ndarray, row_len: np.ndarray) -> bool:
-    """Whether a row's label steps (the first whole) repeat a label: a zero
-    step anywhere but at a row's start."""
-    return bool(label_steps.size and np.any(label_steps[_positions_in_rows(row_len) > 0] == 0))
-
-
-def _index_from_steps(steps: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Inverse of _steps_within."""
-    total = np.cumsum(steps)
-    starts = np.cumsum(counts) - counts
-    # each template's first step is whole: subtract the sum before it
-    before = np.where(starts > 0, total[np.maximum(starts - 1, 0)], 0) if total.size else np.zeros_like(counts)
-    return total - np.repeat(before, counts)
-
-
 def _fold_legacy(keys, tpl, ptr, lab, val):
     """64-bit keys of a version 1/2 file folded to 32 bits; where two
     features of a template now share a key (rare), the first one stays."""
@@ -432,7 +330,7 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
         if index.size != n_features:
             raise ValueError("Corrupt model: feature rows out of range")
         if version == 3:
-            index = _index_from_steps(index, counts)
+            index = index_from_steps(index, counts)
     if entries.size and codebook.size == 0:
         raise ValueError("Corrupt model: a weight code is out of range")
     # one dtype for every file, so no file can make numba compile a new version of the kernel
@@ -447,12 +345,3 @@ def _read_rows(msg: Dict[str, Any], n_labels: int, counts: np.ndarray):
     # float per weight is made for it (0.02 s of the shipped pipeline's load)
     values = codebook[code] if version < 3 or codebook.size > MAX_CODEBOOK else None
     return ptr, lab, values, (codebook, code)
-
-
-def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenated aranges [starts[i], starts[i] + lengths[i])."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - _row_starts(lengths), lengths)
-    return offsets + np.arange(total)

@@ -78,10 +78,10 @@ def test_a_loaded_parser_keeps_row_keys_not_tables_once_it_predicts():
 def _older(msg, version):
     """A version 1-3 float file with the content of a version 4 one: keys
     and ambiguity classes whole, not as zipped steps."""
-    from spacy_sparse.codec import _index_from_steps
     from spacy_sparse.fields import unzipped as _unzipped
+    from spacy_sparse.row_groups import index_from_steps
 
-    keys = _index_from_steps(_unzipped(msg["feature_key"], "k").astype(np.int64), msg["template_features"])
+    keys = index_from_steps(_unzipped(msg["feature_key"], "k").astype(np.int64), msg["template_features"])
     old = dict(msg, version=version, feature_key=keys.astype(np.uint32 if version == 3 else np.uint64),
                class_keys=np.cumsum(_unzipped(msg["class_keys"], "c"), dtype=np.uint64),
                class_values=_unzipped(msg["class_values"], "v"))
@@ -132,16 +132,16 @@ def test_version_3_grouped_files_still_load():
 
 
 def test_rows_are_merged_exactly_even_when_hashes_collide(monkeypatch):
-    from spacy_sparse import codec as model_mod
+    from spacy_sparse import row_groups
 
     row_len = np.array([2, 1, 2, 2, 1])
     entries = np.array([3, 5, 7, 3, 5, 1, 2, 7])
-    first, index = model_mod._same_rows(row_len, entries)
+    first, index = row_groups.same_rows(row_len, entries)
     assert np.array_equal(index[[0, 2]], [index[0]] * 2) and np.array_equal(index[[1, 4]], [index[1]] * 2)
     assert len(set(index.tolist())) == 3
     # if every row hashed alike, the full comparison must refuse to merge
-    monkeypatch.setattr(model_mod, "_row_hashes", lambda lens, _: np.zeros(lens.size, dtype=np.uint64))
-    assert model_mod._same_rows(row_len, entries) is None
+    monkeypatch.setattr(row_groups, "row_hashes", lambda lens, _: np.zeros(lens.size, dtype=np.uint64))
+    assert row_groups.same_rows(row_len, entries) is None
 
 
 def test_version_2_keys_that_fold_together_keep_the_first(ewt_refs):
