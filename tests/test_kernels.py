@@ -389,7 +389,7 @@ def test_the_codes_python_and_the_kernels_share_agree():
     import spacy
 
     from spacy_sparse import codes, templates
-    from spacy_sparse.kernels.sequence import uses_history
+    from spacy_sparse.kernels.history import uses_history
     from spacy_sparse.lexicon import lexical_atoms
     from spacy_sparse.model import SparseLinearModel
 
