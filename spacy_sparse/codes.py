@@ -62,7 +62,7 @@ SHIFT, LEFT, RIGHT, ROOT = 0, 1, 2, 3
 NO_TOKEN = -1  # empty stack, no such dependent
 AT_ROOT = -2   # the buffer slot holding the root (also a root's head)
 
-# Training objectives (kernels/scoring.py prefix_train_step).
+# Training objectives (kernels/learner.py prefix_train_step).
 PREFIX_TRUNCATED = 0  # Strubell et al. (2015) §4.4 as written: stop at the first prefix gold leads
 FULL = 1              # the classic perceptron on the whole score (the baseline)
 PREFIX_ALL = 2        # every prefix is its own hinge classifier, no stop

@@ -71,7 +71,7 @@ class SparseLinearModel(Training, Layouts):
         self.updates = np.zeros(16, dtype=np.int32)
         self.min_updates = 1
         # pending[c]: features without a row yet that took part in c updates
-        # (kernels/scoring.py take_update)
+        # (kernels/learner.py take_update)
         self.pending = np.zeros(2, dtype=np.int64)
         # bumped by changed(): what caches of this model's rows compare
         self.version = 0

@@ -3,7 +3,7 @@ kept as W - U / steps, and DC-ADMM's lazy pull toward its target in closed form.
 import numpy as np
 import pytest
 
-from spacy_sparse.kernels.scoring import apply_gradient, catch_up
+from spacy_sparse.kernels.learner import apply_gradient, catch_up
 from spacy_sparse.model import SparseLinearModel
 
 

@@ -29,7 +29,8 @@ def test_rare_features_get_no_row_and_are_not_saved(taggers, tmp_path):
 
 def test_a_feature_gets_its_row_at_its_kth_update():
     from spacy_sparse.kernels.layout import new_table
-    from spacy_sparse.kernels.scoring import find_entry, find_row, take_update
+    from spacy_sparse.kernels.learner import take_update
+    from spacy_sparse.kernels.scoring import find_entry, find_row
     tab, tab_off = new_table(8), np.array([0, 8], dtype=np.int64)
     tab_count, n_rows, pending = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(4, np.int64)
     row_tpl, updates = np.zeros(4, np.int32), np.zeros(4, np.int32)

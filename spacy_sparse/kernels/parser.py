@@ -29,8 +29,8 @@ from numba import njit
 
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
 from .jit import leaf
-from .scoring import (LOOKAHEAD, NEG_INF, block_end, decided, open_scores, prefix_train_step, score_block,
-                      score_counted)
+from .learner import prefix_train_step, score_counted
+from .scoring import LOOKAHEAD, NEG_INF, block_end, decided, open_scores, score_block
 
 from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, ROOT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_MOVE,
                      ST_POS, ST_RSET, ST_RV, ST_TAG)

@@ -26,8 +26,8 @@ from .history import history_state, recall, remember
 from .jit import leaf
 from .layout import UNSET
 from .prefetch import prefetch_lex, prefetch_sum
-from .scoring import (LOOKAHEAD, add_dense, block_end, decided, find_row, latent_gold, leads, open_scores,
-                      prefix_train_step, score_block, score_counted)
+from .learner import latent_gold, prefix_train_step, score_counted
+from .scoring import LOOKAHEAD, add_dense, block_end, decided, find_row, leads, open_scores, score_block
 
 
 FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)

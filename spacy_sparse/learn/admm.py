@@ -4,7 +4,7 @@ S = {+-(eta * kappa^x + delta) : 0 <= x < zeta} U {0}, learned by ADMM.
 One ADMM iteration per training epoch:
 - w-step: the epoch itself, the component's own learner with the biased L2
   term rho/2 |w - (u - alpha)|^2, applied lazily per feature by the kernels
-  (model.admm.target, model.admm.pull; kernels/scoring.py catch_up);
+  (model.admm.target, model.admm.pull; kernels/learner.py catch_up);
 - u-step (Fig. 2): soft-threshold b' = rho/(lambda2 + rho) (w + alpha) by
   lambda1' = lambda1/(lambda2 + rho), then the nearest value of S; with
   lambda0 (our addition, an L0 term lambda0 [u != 0]), a weight keeps that
