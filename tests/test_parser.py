@@ -510,7 +510,7 @@ def test_window_slots_are_the_words_beside_s0_b0_and_s1_in_the_text():
     """The window slots read the words next to S0, S1 and B0 in the text, never past the segment's ends: before
     its first word they hold no token, after its last the root's place."""
     from spacy_sparse.codes import NO_TOKEN, SLOT_CODE, N_SLOTS
-    from spacy_sparse.kernels.parser import new_state, resolve_slots
+    from spacy_sparse.kernels.arc_hybrid import new_state, resolve_slots
 
     stack, head, lab, kids, val, sets = new_state(10)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
