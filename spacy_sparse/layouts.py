@@ -9,7 +9,7 @@ and cached until the weights change (SparseLinearModel.changed drops them):
 
 A mixin of SparseLinearModel: it reads the model's tables, rows and learner arrays.
 """
-from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -29,6 +29,21 @@ HOT_BYTES = 16 << 20
 
 class Layouts:
     """The cached prediction layouts of SparseLinearModel."""
+
+    def _made_once(self, name: str, make: Callable[[], Any], done: Optional[Callable[[], None]] = None) -> Any:
+        """The layout cached in attribute `name`, made by make() under the
+        model's lock if it is not there yet; done() runs once it is set.
+        Checked again under the lock: threads asking at once make it once."""
+        value = getattr(self, name)
+        if value is None:
+            with self._lock:
+                value = getattr(self, name)
+                if value is None:
+                    value = make()
+                    setattr(self, name, value)
+                    if done is not None:
+                        done()
+        return value
 
     def weights(self, stale_steps: int = 0) -> np.ndarray:
         """Averaged weights as the dense matrix prediction reads (cached;
@@ -50,18 +65,12 @@ class Layouts:
                     # the old rows are still zeros (new pages for every copy cost more than the averaging)
                     stale = self._stale = (self.version, self._fill_averages(stale[1]))
                 return stale[1]
-        dense = self._dense
-        if dense is None:
-            with self._lock:
-                dense = self._dense
-                if dense is None:
-                    self._stale = None  # training's evaluation: hold one copy of the averages, not two
-                    dense = self.averaged()
-                    if dense.shape[0] == 0:
-                        dense = np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
-                    self._dense = dense
-                    self._drop_row_keys()
-        return dense
+        def make() -> np.ndarray:
+            self._stale = None  # training's evaluation: hold one copy of the averages, not two
+            dense = self.averaged()
+            return dense if dense.shape[0] else np.zeros((1, max(1, self.n_labels)), dtype=np.float32)
+
+        return self._made_once("_dense", make, self._drop_row_keys)
 
     def coded_weights(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """The dense rows prediction reads as one-byte codes (n_rows x
@@ -76,15 +85,11 @@ class Layouts:
         float and a coded one (docs/decisions/measurement-log.md). Cached."""
         if self.W is not None:  # training: its float rows are the weights
             return None
-        codes = self._dense_codes
-        if codes is None:
-            with self._lock:
-                codes = self._dense_codes
-                if codes is None:
-                    codes = self._dense_codes = self._make_dense_codes()
-                    self._drop_row_keys()
-                    release_free_heap()  # the load's temporaries are gone by now (mapped.py)
-        return codes or None
+        def done() -> None:
+            self._drop_row_keys()
+            release_free_heap()  # the load's temporaries are gone by now (mapped.py)
+
+        return self._made_once("_dense_codes", self._make_dense_codes, done) or None
 
     def _make_dense_codes(self) -> Tuple[np.ndarray, ...]:
         coded, compact = self._coded, self._compact
@@ -175,16 +180,12 @@ class Layouts:
     def compact(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Averaged weights in the compressed row layout that prediction
         reads, computed once per change (thread-safe)."""
-        compact = self._compact
-        if compact is None:
-            with self._lock:
-                compact = self._compact
-                if compact is None:
-                    if self.W is not None:
-                        self._stale = None  # saving in training: hold the averages once, not twice
-                    compact = compress_rows(lambda: (part for _, part in self._averaged_slices()))
-                    self._compact = compact
-        return self._widened(compact)
+        def make() -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+            if self.W is not None:
+                self._stale = None  # saving in training: hold the averages once, not twice
+            return compress_rows(lambda: (part for _, part in self._averaged_slices()))
+
+        return self._widened(self._made_once("_compact", make))
 
     def _widened(self, compact: Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]
                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,16 +213,12 @@ class Layouts:
         most hold most nonzeros, and a dense add of them is a fraction of the
         instructions of the scattered one, with the same sums.
         Cached with the averages."""
-        packed = self._packed
-        if packed is None:
-            with self._lock:
-                packed = self._packed
-                if packed is None:
-                    packed = self._packed = self._make_packed()
-                    self.forget_compact()
-                    self._drop_tables()
-                    release_free_heap()  # the load's and this layout's temporaries are gone by now (mapped.py)
-        return packed
+        def done() -> None:
+            self.forget_compact()
+            self._drop_tables()
+            release_free_heap()  # the load's and this layout's temporaries are gone by now (mapped.py)
+
+        return self._made_once("_packed", self._make_packed, done)
 
     def _make_packed(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         # in this order, the rows' int32 labels and float values (a loaded model's are made for this call) are
