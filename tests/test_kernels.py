@@ -199,7 +199,7 @@ def test_word_type_rows_are_the_rows_keys_find(ewt_refs):
                 p = i + m.atom_pos[m.atom_off[t]]
                 if start <= p < end:
                     key = sequence_key(t, i, start, end, m.template_arrays,
-                                       batch.lex_rows, batch.lex, np.zeros((0, 2), np.uint64), pred, hist)
+                                       (batch.lex_rows, batch.lex, np.zeros((0, 2), np.uint64)), pred, hist)
                     assert rows[batch.lex_rows[p], column[t]] == find_row(m.tab, m.tab_off, t, key)
                     found += rows[batch.lex_rows[p], column[t]] >= 0
     assert found > 500

@@ -91,7 +91,8 @@ def test_static_oracle_rebuilds_every_projectivized_tree(trained_parser, ewt_ref
     ptr, idx = gold_children(head)
     out_h = np.zeros(batch.n_tokens, dtype=np.int64)
     out_l = np.zeros(batch.n_tokens, dtype=np.int64)
-    cost = oracle_parse(batch.seg_off, single, head, lab, ptr, idx, parser._kind, parser._alab, out_h, out_l)
+    cost = oracle_parse((batch.seg_off, single), (head, lab, ptr, idx, parser._arc_col, parser._root_col),
+                        parser._kind, parser._alab, (out_h, out_l))
     assert cost == 0
     want = np.where(head == AT_ROOT, np.arange(batch.n_tokens), head)
     assert np.array_equal(out_h, want)

@@ -170,14 +170,15 @@ def move_costs(stack, depth, b0, end, gold_head, gch_ptr, gch_idx, in_stack):
 
 
 @njit(cache=True, nogil=True)
-def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab, gch_ptr, gch_idx, in_stack):
+def action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold, in_stack):
     """move_costs for every valid action (a label column of split actions:
     its move's cost), plus one for a wrong label on a gold arc of a joint
-    action; returns the least cost."""
-    shift_c, left_c, right_c, root_c, h0 = move_costs(stack, depth, b0, end, gold_head, gch_ptr, gch_idx, in_stack)
+    action; returns the least cost. `gold`: a structs.GoldTree."""
+    shift_c, left_c, right_c, root_c, h0 = move_costs(stack, depth, b0, end, gold.head, gold.child_ptr,
+                                                      gold.child_idx, in_stack)
     s0 = stack[depth - 1] if depth >= 1 else NO_TOKEN
     s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
-    g = gold_lab[s0] if s0 >= 0 else -1
+    g = gold.lab[s0] if s0 >= 0 else -1
     best = 1 << 30
     for a in range(kind.shape[0]):
         if not valid[a]:

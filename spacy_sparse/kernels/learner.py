@@ -154,15 +154,17 @@ def apply_gradient(W, U, G, row, grad, touched, n_touched, step, adagrad, lr, sc
 
 
 @njit(cache=True, nogil=True)
-def score_counted(keys, t0, t1, rows, tables, state, params, scores):
-    """Scores of one decision from the features of templates t0..t1-1 that
-    count (as prefix_train_step scores them, without updating anything).
-    `rows` receives each template's table entry, which prefix_train_step
-    can then take instead of probing again (its `known`). All probes come
-    first: they do not depend on each other, so their cache misses overlap."""
-    tab, tab_off = tables[0], tables[1]
-    W, updates, scale = state[0], state[3], state[4]
-    min_updates = params[2]
+def score_counted(work, t0, t1, learner):
+    """Scores (into work.scores) of one decision from the features of
+    templates t0..t1-1 that count (as prefix_train_step scores them, without
+    updating anything). work.rows receives each template's table entry,
+    which prefix_train_step can then take instead of probing again (its
+    `known`). All probes come first: they do not depend on each other, so
+    their cache misses overlap."""
+    keys, rows, scores = work.keys, work.rows, work.scores
+    tab, tab_off = learner.tables[0], learner.tables[1]
+    W, updates, scale = learner.state[0], learner.state[3], learner.state[4]
+    min_updates = learner.params[2]
     scores[:] = 0.0
     for t in range(t0, t1):
         rows[t] = find_entry(tab, tab_off, t, keys[t])
@@ -173,8 +175,7 @@ def score_counted(keys, t0, t1, rows, tables, state, params, scores):
 
 
 @njit(cache=True, nogil=True)
-def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, objective, tables, state, params, step,
-                      viol_t, viol_y, grad, touched, stride):
+def prefix_train_step(work, t0, t1, known, gold, hinge, learner):
     """Score templates t0..t1-1 in order for one decision, update, and
     return the label predicted from the scores computed.
 
@@ -185,17 +186,20 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
     earlier one already had gold ahead by the margin.
     FULL: one hinge update of all templates on the complete score (margin 0
     is the plain perceptron).
-    `rows` receives the row of each template's feature (-1: unknown), or
-    with `known` already holds their table entries (score_counted's);
-    `grad` (zeros, n_labels) and `touched` are scratch space. With
-    `stride` s > 1 the prefixes are those of s, 2s, ... templates (and all of
-    them): the ones a margin test once per block of s sees at run time.
+
+    work (structs.TrainScratch): `rows` receives the row of each template's
+    feature (-1: unknown), or with `known` already holds their table
+    entries (score_counted's); `grad` (zeros, n_labels) and `touched` are
+    scratch space. hinge (structs.Hinge): with `stride` s > 1 the prefixes
+    are those of s, 2s, ... templates (and all of them): the ones a margin
+    test once per block of s sees at run time. learner (structs.Learner):
 
     tables = (tab, tab_off, tab_count, row_tpl, n_rows, pending): the
     feature tables.
     state = (W, U, G, updates, scale, norm2, target, stamp): the weights and
     what the sparsity methods keep per feature or template (model.py).
     params = (adagrad, lr, min_updates, closed, pull).
+    steps[0]: the decisions seen so far (the averaging's clock).
 
     Min-update (Goldberg & Elhadad): a feature adds to scores only once it
     took part in `min_updates` updates (1: from its first); until then only
@@ -205,15 +209,39 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
     whose `scale` is 0 is switched off. `pull` < 1 runs DC-ADMM's w-step
     regularizer (see catch_up).
     """
-    tab, tab_off, tab_count, row_tpl, n_rows, pending = tables
-    W, U, G, updates, scale, norm2, target, stamp = state
-    adagrad, lr, min_updates, closed, pull = params
+    n_viol = score_prefixes(work, t0, t1, known, gold, hinge, learner)
+    pred = best_valid(work.scores, work.valid)
+    if gold < 0:
+        return pred
+    if hinge.objective == FULL:
+        y = loss_augmented(work.scores, work.valid, gold, hinge.margin)
+        if y != gold:
+            work.viol_t[0] = t1 - 1
+            work.viol_y[0] = y
+            n_viol = 1
+    if n_viol > 0:
+        update_prefixes(work, t0, n_viol, gold, learner)
+    return pred
+
+
+@njit(cache=True, nogil=True)
+def score_prefixes(work, t0, t1, known, gold, hinge, learner):
+    """prefix_train_step's scoring: add the counted rows of templates
+    t0..t1-1 to work.scores, recording in viol_t / viol_y each prefix whose
+    hinge is violated and its loss-augmented argmax; returns how many."""
+    tab, tab_off = learner.tables[0], learner.tables[1]
+    W, U, updates, scale, target, stamp = (learner.state[0], learner.state[1], learner.state[3],
+                                           learner.state[4], learner.state[6], learner.state[7])
+    min_updates, pull = learner.params[2], learner.params[4]
+    step = learner.steps[0]
+    margin, objective, stride = hinge.margin, hinge.objective, hinge.stride
+    scores, valid, rows = work.scores, work.valid, work.rows
     scores[:] = 0.0
     n_viol = 0
-    hinge = objective != FULL and gold >= 0
+    hinge_on = objective != FULL and gold >= 0
     y = STALE  # the loss-augmented argmax, kept while no row changes the scores
     for t in range(t0, t1):
-        r = rows[t] if known else find_entry(tab, tab_off, t, keys[t])
+        r = rows[t] if known else find_entry(tab, tab_off, t, work.keys[t])
         if scale[t] == 0.0:
             r = -1
         rows[t] = r
@@ -223,35 +251,35 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
             if scale[t] != 1.0:
                 add_row_scaled(scores, W, r, scale[t])
                 y = STALE
-            elif hinge and stride == 1:
+            elif hinge_on and stride == 1:
                 y = add_row_loss_augmented(scores, W, r, valid, gold, margin)
             else:
                 add_row(scores, W, r)
                 y = STALE
-        if hinge and (stride == 1 or (t - t0 + 1) % stride == 0 or t == t1 - 1):
+        if hinge_on and (stride == 1 or (t - t0 + 1) % stride == 0 or t == t1 - 1):
             if y == STALE:
                 y = loss_augmented(scores, valid, gold, margin)
             if y == gold:
                 if objective == PREFIX_TRUNCATED:
                     break
                 continue
-            viol_t[n_viol] = t
-            viol_y[n_viol] = y
+            work.viol_t[n_viol] = t
+            work.viol_y[n_viol] = y
             n_viol += 1
-    pred = best_valid(scores, valid)
-    if gold < 0:
-        return pred
-    if objective == FULL:
-        y = loss_augmented(scores, valid, gold, margin)
-        if y != gold:
-            viol_t[0] = t1 - 1
-            viol_y[0] = y
-            n_viol = 1
-    if n_viol == 0:
-        return pred
-    # Template t's gradient sums the hinge gradients of the violating
-    # prefixes that contain it (those ending at t or later): walk templates
-    # from the last violation down, adding each violation as it is reached.
+    return n_viol
+
+
+@njit(cache=True, nogil=True)
+def update_prefixes(work, t0, n_viol, gold, learner):
+    """prefix_train_step's update. Template t's gradient sums the hinge
+    gradients of the violating prefixes that contain it (those ending at t
+    or later): walk templates from the last violation down, adding each
+    violation as it is reached."""
+    tab, tab_off, tab_count, row_tpl, n_rows, pending = learner.tables
+    W, U, G, updates, scale, norm2, target, stamp = learner.state
+    adagrad, lr, min_updates, closed, pull = learner.params
+    step = learner.steps[0]
+    viol_t, viol_y, grad, touched, rows = work.viol_t, work.viol_y, work.grad, work.touched, work.rows
     n_touched = 1
     touched[0] = gold
     v = n_viol - 1
@@ -275,7 +303,7 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
         if r < 0:
             if closed:
                 continue
-            r = take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, t, keys[t], min_updates)
+            r = take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, t, work.keys[t], min_updates)
             rows[t] = r
             if r < 0:
                 continue
@@ -287,4 +315,3 @@ def prefix_train_step(keys, t0, t1, rows, known, scores, valid, gold, margin, ob
         updates[r] += 1
     for k in range(n_touched):
         grad[touched[k]] = 0.0
-    return pred

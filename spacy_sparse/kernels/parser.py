@@ -33,6 +33,7 @@ from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
 from .jit import leaf
 from .learner import prefix_train_step, score_counted
 from .scoring import LOOKAHEAD, NEG_INF, block_end, decided, open_scores, score_block
+from .structs import Arcs, Decision, GoldTree, Hinge, Learner, ParserSpec, Tokens, TrainScratch, Weights
 
 from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, ROOT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_MOVE,
                      ST_POS, ST_RSET, ST_RV, ST_TAG)
@@ -47,11 +48,13 @@ def distance_bucket(d):
 
 
 @leaf
-def state_keys(keys, t0, t1, slot_tok, b0, templates, lex_rows, lex, tags, poss,
-               lab, val, sets, move):
+def state_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move):
     """Feature keys of templates t0..t1-1 in the current state (`move`: the
-    move being labelled, for `move` atoms)."""
+    move being labelled, for `move` atoms); `tokens` (structs.Tokens) and
+    `arcs` (structs.Arcs) are what the atoms read."""
     seeds, atom_off, atom_src, atom_pos = templates
+    lex_rows, lex, tags, poss = tokens.lex_rows, tokens.lex, tokens.tags, tokens.poss
+    lab, val, sets = arcs.lab, arcs.val, arcs.sets
     for t in range(t0, t1):
         h = seeds[t]
         for a in range(atom_off[t], atom_off[t + 1]):
@@ -101,42 +104,49 @@ def label_columns(valid, lab_ok, mv):
 
 
 @njit(cache=True, nogil=True)
-def label_target(mv, s0, s1, b0, gold_head, gold_lab, arc_col, root_col):
+def label_target(mv, s0, s1, b0, gold):
     """The column of S0's gold label if move mv makes S0's gold arc, else
-    -1 (no label to learn)."""
-    g = gold_lab[s0]
+    -1 (no label to learn); `gold` is a structs.GoldTree."""
+    g = gold.lab[s0]
     if g < 0:
         return -1
-    h0 = gold_head[s0]
+    h0 = gold.head[s0]
     if (mv == LEFT and h0 == b0) or (mv == RIGHT and h0 >= 0 and h0 == s1):
-        return arc_col[g]
+        return gold.arc_col[g]
     if mv == ROOT and h0 == AT_ROOT:
-        return root_col[g]
+        return gold.root_col[g]
     return -1
 
 
 @njit(cache=True, nogil=True)
-def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_move, lab_ok,
-                  tab_off, tab, W, lv, lc, book, packed, kind, alab, margin, thr, heads_out, labels_out, used):
+def predict_parse(columns, segments, parser, layout, rule, out):
     """Parse every segment greedily; stop adding templates once the best
-    valid action leads by `margin` (< 0: all templates; thr: stop_margins). Weights: dense W,
-    or with `packed`, `tab` holds spans of nonzeros in `lv`, or in `lc` and `book` when
-    lc is not empty (score_block). With split actions (n_move below the
-    number of templates) the move is decided first and an arc's label
-    after it among the columns lab_ok[move] allows, each with its own
-    templates and the same stop rule.
-    used[i] counts the
-    templates scored for the two actions that involve token i as S0
-    (popping it) and as B0 (shifting it)."""
-    seeds, atom_off, atom_src, atom_pos = templates
-    n = lex_rows.shape[0]
-    n_tpl = seeds.shape[0]
+    valid action leads by the margin. The arguments are plain tuples, named
+    as in structs.py: columns (Tokens), segments (offsets, and whether each
+    is one sentence), parser (ParserSpec), layout (Weights: dense W, or with
+    `packed`, `tab` holds spans of nonzeros in `lv`, or in `lc` and `book`
+    when lc is not empty: score_block), rule (margin, < 0: all templates;
+    thresholds per template or None: stop_margins) and out (heads, labels,
+    used). With split actions (n_move below the number of templates) the
+    move is decided first and an arc's label after it among the columns
+    lab_ok[move] allows, each with its own templates and the same stop rule.
+    used[i] counts the templates scored for the two actions that involve
+    token i as S0 (popping it) and as B0 (shifting it)."""
+    tokens = Tokens(*columns)
+    spec = ParserSpec(*parser)
+    weights = Weights(*layout)
+    seg_off, seg_single = segments
+    margin, thr = rule
+    heads_out, labels_out, used = out
+    kind = spec.kind
+    n = tokens.lex_rows.shape[0]
+    n_tpl = spec.templates[0].shape[0]
     stack, head, lab, kids, val, sets = new_state(n)
+    arcs = Arcs(lab, val, sets)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
-    keys = np.zeros(n_tpl, dtype=np.uint64)
-    scores = np.zeros(kind.shape[0], dtype=np.float32)
-    valid = np.zeros(kind.shape[0], dtype=np.uint8)
-    ahead = np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64)
+    work = Decision(np.zeros(n_tpl, dtype=np.uint64), np.zeros(kind.shape[0], dtype=np.float32),
+                    np.zeros(kind.shape[0], dtype=np.uint8), np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64))
+    valid = work.valid
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
         end = seg_off[d + 1]
@@ -149,19 +159,17 @@ def predict_parse(lex_rows, lex, tags, poss, seg_off, seg_single, templates, n_m
             a = lone_valid(valid)
             k = 0
             if a < 0:
-                a, k = score_decision(keys, 0, n_move, -1, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab,
-                                      val, sets, tab_off, tab, W, lv, lc, book, packed, margin, thr, scores, valid,
-                                      ahead)
+                a, k = score_decision(work, 0, spec.n_move, -1, slot_tok, b0, spec.templates, tokens, arcs, weights,
+                                      margin, thr)
             mv = kind[a]
-            label = alab[a]
-            if n_move < n_tpl and mv != SHIFT:
-                n_ok, col = label_columns(valid, lab_ok, mv)
+            label = spec.alab[a]
+            if spec.n_move < n_tpl and mv != SHIFT:
+                n_ok, col = label_columns(valid, spec.lab_ok, mv)
                 if n_ok > 1:
-                    col, k_lab = score_decision(keys, n_move, n_tpl, mv, slot_tok, b0, templates, lex_rows, lex,
-                                                tags, poss, lab, val, sets, tab_off, tab, W, lv, lc, book, packed,
-                                                margin, thr, scores, valid, ahead)
+                    col, k_lab = score_decision(work, spec.n_move, n_tpl, mv, slot_tok, b0, spec.templates, tokens,
+                                                arcs, weights, margin, thr)
                     k += k_lab
-                label = alab[col]
+                label = spec.alab[col]
             used[b0 if mv == SHIFT else stack[depth - 1]] += k
             depth, b0 = apply_move(mv, label, stack, depth, b0, head, lab, kids, val, sets)
         write_output(start, end, head, lab, heads_out, labels_out)
@@ -183,29 +191,30 @@ def lone_valid(valid):
 
 
 @leaf
-def score_decision(keys, t0, t1, move, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets,
-                   tab_off, tab, W, lv, lc, book, packed, margin, thr, scores, valid, ahead):
+def score_decision(work, t0, t1, move, slot_tok, b0, templates, tokens, arcs, weights, margin, thr):
     """Score one decision with templates t0..t1-1, block by block, until
     the stop rule holds; returns (the column chosen, templates scored).
-    With a margin, the next block's keys are made and its table slots asked
-    for before this block's rows are added, so those trips to memory overlap
-    the adds (the shipped parser at margin 60: about 7 % faster on EWT dev;
-    at the stop one block's keys were made in vain)."""
-    done, cand = open_scores(scores, valid, margin)
+    `work` (structs.Decision) holds its keys, scores, valid columns and
+    looked-up rows. With a margin, the next block's keys are made and its
+    table slots asked for before this block's rows are added, so those
+    trips to memory overlap the adds (at the stop one block's keys were
+    made in vain)."""
+    keys, scores, ahead = work.keys, work.scores, work.ahead
+    tab, tab_off = weights.tab, weights.tab_off
+    done, cand = open_scores(scores, work.valid, margin)
     k = t0
     stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1  # nothing stops early: one block
-    state_keys(keys, k, stop, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
+    state_keys(keys, k, stop, slot_tok, b0, templates, tokens, arcs, move)
     while k < t1 and not (margin >= 0.0 and k > t0 and done):
         stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1
         if stop < t1:
             nxt = block_end(stop, t1, LOOKAHEAD)
-            state_keys(keys, stop, nxt, slot_tok, b0, templates, lex_rows, lex, tags, poss, lab, val, sets, move)
+            state_keys(keys, stop, nxt, slot_tok, b0, templates, tokens, arcs, move)
             for t in range(stop, nxt):
                 prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
-        n, done, cand = score_block(keys, k, stop, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead,
-                                    done, cand)
+        n, done, cand = score_block(keys, k, stop, weights, margin, thr, scores, ahead, done, cand)
         k += n
-    return decided(scores, valid, margin, done, cand), k - t0
+    return decided(scores, work.valid, margin, done, cand), k - t0
 
 
 @njit(cache=True, nogil=True)
@@ -221,9 +230,7 @@ def next_random(state):
 
 
 @njit(cache=True, nogil=True)
-def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx,
-                templates, n_move, lab_ok, arc_col, root_col, tables, state, params, step, kind, alab, margin,
-                objective, explore, stray, seed, stride):
+def train_parse(columns, segments, tree, parser, learning, loss, walk):
     """One online pass over a batch with the dynamic oracle. At each state
     the oracle's action is the best-scoring one among the least-cost valid
     actions; the learner updates towards it when the model's choice costs
@@ -235,24 +242,33 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
     learned when the arc is gold (towards its gold label) and followed like
     a move (a wrong label with probability `explore`). The prefix hinge
     is checked once per block of `stride` templates (LOOKAHEAD), the
-    prefixes whose margin test prediction runs (score_block): training one
-    per template cost 1.6x the training time for 0.15 less dev LAS
-    (docs/decisions/measurement-log.md). Returns the number of costly choices."""
-    seeds, atom_off, atom_src, atom_pos = templates
-    n = lex_rows.shape[0]
-    n_tpl = seeds.shape[0]
+    prefixes whose margin test prediction runs (score_block): one per
+    template trained slower for a lower dev LAS (docs/decisions/measurement-log.md).
+
+    Plain tuples, named as in structs.py: columns (Tokens), segments (as
+    predict_parse's), tree (GoldTree), parser (ParserSpec), learning
+    (Learner), loss (Hinge), walk (explore, stray, seed). Returns the number
+    of costly choices."""
+    tokens = Tokens(*columns)
+    gold = GoldTree(*tree)
+    spec = ParserSpec(*parser)
+    learner = Learner(*learning)
+    hinge = Hinge(*loss)
+    seg_off, seg_single = segments
+    explore, stray, seed = walk
+    kind, n_move = spec.kind, spec.n_move
+    n = tokens.lex_rows.shape[0]
+    n_tpl = spec.templates[0].shape[0]
     n_act = kind.shape[0]
     stack, head, lab, kids, val, sets = new_state(n)
+    arcs = Arcs(lab, val, sets)
     in_stack = np.zeros(n, dtype=np.uint8)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
-    keys = np.zeros(n_tpl, dtype=np.uint64)
-    rows = np.zeros(n_tpl, dtype=np.int64)
-    viol_t = np.zeros(n_tpl, dtype=np.int64)
-    viol_y = np.zeros(n_tpl, dtype=np.int64)
-    scores = np.zeros(n_act, dtype=np.float32)
-    grad = np.zeros(n_act, dtype=np.float32)
-    touched = np.zeros(n_act + 1, dtype=np.int64)
-    valid = np.zeros(n_act, dtype=np.uint8)
+    work = TrainScratch(np.zeros(n_tpl, dtype=np.uint64), np.zeros(n_tpl, dtype=np.int64),
+                        np.zeros(n_act, dtype=np.float32), np.zeros(n_act, dtype=np.uint8),
+                        np.zeros(n_tpl, dtype=np.int64), np.zeros(n_tpl, dtype=np.int64),
+                        np.zeros(n_act, dtype=np.float32), np.zeros(n_act + 1, dtype=np.int64))
+    keys, scores, valid = work.keys, work.scores, work.valid
     cost = np.zeros(n_act, dtype=np.int64)
     rng = np.array([np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)], dtype=np.uint64)
     errors = 0
@@ -264,13 +280,11 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
         b0 = start
         while b0 < end or depth > 0:
             resolve_slots(slot_tok, stack, depth, b0, start, end, kids)
-            state_keys(keys, 0, n_move, slot_tok, b0, templates, lex_rows, lex, tags, poss,
-                       lab, val, sets, -1)
+            state_keys(keys, 0, n_move, slot_tok, b0, spec.templates, tokens, arcs, -1)
             fill_valid(valid, kind, depth, b0, end, single)
-            least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
-                                 gch_ptr, gch_idx, in_stack)
+            least = action_costs(cost, valid, kind, spec.alab, stack, depth, b0, end, gold, in_stack)
             # the oracle's action: the best-scoring optimal one
-            score_counted(keys, 0, n_move, rows, tables, state, params, scores)
+            score_counted(work, 0, n_move, learner)
             g = -1
             best = NEG_INF
             for y in range(n_act):
@@ -281,9 +295,8 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
             for y in range(n_act):
                 if y != g and cost[y] == least:
                     valid[y] = 0
-            p = prefix_train_step(keys, 0, n_move, rows, True, scores, valid, g, margin, objective, tables, state, params,
-                                  step[0], viol_t, viol_y, grad, touched, stride)
-            step[0] += 1.0
+            p = prefix_train_step(work, 0, n_move, True, g, hinge, learner)
+            learner.steps[0] += 1.0
             a = p
             if cost[p] > least:
                 errors += 1
@@ -298,34 +311,37 @@ def train_parse(lex_rows, lex, tags, poss, seg_off, seg_single, gold_head, gold_
                         a = y
                         best = scores[y]
             mv = kind[a]
-            label = alab[a]
+            label = spec.alab[a]
             if n_move < n_tpl and mv != SHIFT:
-                n_ok, col = label_columns(valid, lab_ok, mv)
+                n_ok, col = label_columns(valid, spec.lab_ok, mv)
                 if n_ok > 1:
                     s0 = stack[depth - 1]
                     s1 = stack[depth - 2] if depth >= 2 else NO_TOKEN
-                    gl = label_target(mv, s0, s1, b0, gold_head, gold_lab, arc_col, root_col)
+                    gl = label_target(mv, s0, s1, b0, gold)
                     if gl >= 0 and not valid[gl]:
                         gl = -1
-                    state_keys(keys, n_move, n_tpl, slot_tok, b0, templates, lex_rows, lex, tags, poss,
-                               lab, val, sets, mv)
-                    col = prefix_train_step(keys, n_move, n_tpl, rows, False, scores, valid, gl, margin, objective, tables,
-                                            state, params, step[0], viol_t, viol_y, grad, touched, stride)
-                    step[0] += 1.0
+                    state_keys(keys, n_move, n_tpl, slot_tok, b0, spec.templates, tokens, arcs, mv)
+                    col = prefix_train_step(work, n_move, n_tpl, False, gl, hinge, learner)
+                    learner.steps[0] += 1.0
                     if gl >= 0 and col != gl:
                         errors += 1
                         if not (explore > 0.0 and next_random(rng) < explore):
                             col = gl
-                label = alab[col]
+                label = spec.alab[col]
             depth, b0 = apply_tracked(mv, label, stack, depth, b0, in_stack, head, lab, kids, val, sets)
     return errors
 
 
 @njit(cache=True, nogil=True)
-def oracle_parse(seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx, kind, alab, heads_out, labels_out):
+def oracle_parse(segments, tree, kind, alab, out):
     """Parse by the oracle alone (the first least-cost action: a static
-    oracle). On a projective gold tree it must rebuild the tree exactly."""
-    n = gold_head.shape[0]
+    oracle). On a projective gold tree it must rebuild the tree exactly.
+    segments, tree (GoldTree) and out (heads, labels) as train_parse's and
+    predict_parse's."""
+    seg_off, seg_single = segments
+    gold = GoldTree(*tree)
+    heads_out, labels_out = out
+    n = gold.head.shape[0]
     stack, head, lab, kids, val, sets = new_state(n)
     in_stack = np.zeros(n, dtype=np.uint8)
     valid = np.zeros(kind.shape[0], dtype=np.uint8)
@@ -338,8 +354,7 @@ def oracle_parse(seg_off, seg_single, gold_head, gold_lab, gch_ptr, gch_idx, kin
         b0 = start
         while b0 < end or depth > 0:
             fill_valid(valid, kind, depth, b0, end, seg_single[d] != 0)
-            least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold_head, gold_lab,
-                                 gch_ptr, gch_idx, in_stack)
+            least = action_costs(cost, valid, kind, alab, stack, depth, b0, end, gold, in_stack)
             total += least
             a = 0
             while not (valid[a] and cost[a] == least):

@@ -130,6 +130,23 @@ def leads(scores, margin):
 
 
 @leaf
+def margin_at(margin, thr, t):
+    """The stop margin after template t: thr[t] with per-template thresholds
+    (stop_margins), else the one margin. A kernel that holds thr in a tuple
+    asks here, where thr is an argument, so numba drops the branch a None
+    rules out."""
+    if thr is None:
+        return margin
+    return thr[t]
+
+
+@leaf
+def has_thresholds(thr):
+    """Whether a stop rule has per-template thresholds (see margin_at)."""
+    return thr is not None
+
+
+@leaf
 def first_holding(scores, top):
     """The first label whose score is `top` (the last label if none is)."""
     best = 0
@@ -219,7 +236,7 @@ def add_coded(scores, lc, book, span):
 
 
 @leaf
-def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr, scores, ahead, done, cand):
+def score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand):
     """Add the rows of templates t0..t1-1 (keys in keys[t0:t1], `ahead`
     at least t1 - t0 long) to the scores of a decision (opened by open_scores), in
     order; with margin >= 0, stop once the best label leads by the margin
@@ -227,8 +244,8 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     Returns (templates scored, done, cand); `done` and `cand` carry the
     margin test from block to block (see leads).
 
-    Weights are dense rows `W` (float, or one-byte codes into `book`:
-    add_dense), or with `packed`, a table whose values are
+    `weights` (structs.Weights): dense rows `W` (float, or one-byte codes
+    into `book`: add_dense), or with `packed`, a table whose values are
     spans of nonzero (label, value) pairs in `lv` (SparseLinearModel.packed):
     a parser's rows hold a few nonzeros among ~100 actions, so that layout
     is smaller, adds fewer numbers and reads one place per feature; with `lc`
@@ -244,6 +261,8 @@ def score_block(keys, t0, t1, tab, tab_off, W, lv, lc, book, packed, margin, thr
     scoring it (the parser one block ahead), so templates after the stop
     cost little.
     """
+    tab, tab_off, W, lv, lc, book, packed = (weights.tab, weights.tab_off, weights.W, weights.lv, weights.lc,
+                                             weights.book, weights.packed)
     if t1 - t0 > LOOKAHEAD:  # a decision's whole set (no margin): every first slot is asked for before any probe
         for t in range(t0, t1):
             if keys[t] != 0:

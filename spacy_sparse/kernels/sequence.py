@@ -27,16 +27,20 @@ from .jit import leaf
 from .layout import UNSET
 from .prefetch import prefetch_lex, prefetch_sum
 from .learner import latent_gold, prefix_train_step, score_counted
-from .scoring import LOOKAHEAD, add_dense, block_end, decided, find_row, leads, open_scores, score_block
+from .scoring import (LOOKAHEAD, add_dense, block_end, decided, find_row, has_thresholds, leads, margin_at, open_scores,
+                      score_block)
+from .structs import Hinge, Learner, TrainScratch, Weights
 
 
 FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 
 
 @leaf
-def sequence_key(t, i, start, end, templates, lex_rows, lex, inputs, pred, hist):
-    """Feature key of template t at token i of the segment [start, end)."""
+def sequence_key(t, i, start, end, templates, tokens, pred, hist):
+    """Feature key of template t at token i of the segment [start, end);
+    tokens = (lex_rows, lex, inputs)."""
     seeds, atom_off, atom_src, atom_pos = templates
+    lex_rows, lex, inputs = tokens
     h = seeds[t]
     for a in range(atom_off[t], atom_off[t + 1]):
         p = i + atom_pos[a]
@@ -146,13 +150,17 @@ AHEAD = 1
 
 
 @njit(cache=True, nogil=True)
-def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
-                     tab_off, tab, W, book, allowed, fixed, hist_of, column, type_rows, slot, slot_pos, sums,
-                     bias, margin, thr, pred, used):
+def predict_sequence(tokens, segments, templates, weights, labels, words, rule, out):
     """Label every token; stop adding templates once the best valid label
     leads by `margin` (margin < 0: always use all templates), or by
     thr[t] after template t when thr is not None (stop_margins). W holds
     float rows, or one-byte codes into `book` (scoring.add_dense).
+
+    Plain tuples: tokens (lex_rows, lex, inputs), segments (seg_off,
+    seg_new_doc), templates, weights (tab_off, tab, W, book), labels
+    (allowed, fixed, hist_of, bias: the module's docstring), words (column,
+    type_rows, slot, slot_pos, sums: below), rule (margin, thr) and out
+    (pred, used).
 
     One-word templates read their rows per word type (`column`, and
     `type_rows` indexed by lexicon row: word_rows) inside a segment; past its
@@ -174,7 +182,15 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
     scored (those in the sums included) into used.
     """
     seeds, atom_off, atom_src, atom_pos = templates
+    lex_rows, lex, inputs = tokens
+    seg_off, seg_new_doc = segments
+    tab_off, tab, W, book = weights
+    allowed, fixed, hist_of, bias = labels
+    column, type_rows, slot, slot_pos, sums = words
+    margin, thr = rule
+    pred, used = out
     n_tpl = seeds.shape[0]
+    rows = Weights(tab_off, tab, W, W, NO_CODES, book, False)  # dense rows
     scores = np.zeros(allowed.shape[2], dtype=np.float32)
     valid = np.zeros(allowed.shape[2], dtype=allowed.dtype)
     keys = np.zeros(n_tpl, dtype=np.uint64)
@@ -217,7 +233,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     if valid[y]:
                         scores[y] += bias[y]
                 if margin >= 0.0:
-                    done, cand = leads(scores, margin if thr is None else thr[0])
+                    done, cand = leads(scores, margin_at(margin, thr, 0))
             in_sums = 0  # templates read through the sums, and those of them the blocks passed
             passed = 0
             n = 0
@@ -241,10 +257,10 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                     n = lead
                     passed = lead
                 if margin >= 0.0:
-                    done, cand = leads(scores, margin if thr is None else thr[0])
-                    if covered and not done and thr is not None and lead > 1:
+                    done, cand = leads(scores, margin_at(margin, thr, 0))
+                    if covered and not done and has_thresholds(thr) and lead > 1:
                         # each skipped template adds nothing but would test its own, smaller, margin
-                        done, cand = leads(scores, thr[lead - 1])
+                        done, cand = leads(scores, margin_at(margin, thr, lead - 1))
             while n < n_tpl and not (margin >= 0.0 and (n > 0 or summed) and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK) if margin >= 0.0 else n_tpl
                 for t in range(n, stop):
@@ -259,10 +275,8 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
                         else:
                             ahead[t - n] = type_rows[lex_rows[p], c]
                     else:
-                        keys[t] = sequence_key(t, i, start, end, templates, lex_rows, lex,
-                                               inputs, pred, hist)
-                k, done, cand = score_block(keys, n, stop, tab, tab_off, W, W, NO_CODES, book, False, margin, thr, scores, ahead,
-                                            done, cand)
+                        keys[t] = sequence_key(t, i, start, end, templates, tokens, pred, hist)
+                k, done, cand = score_block(keys, n, stop, rows, margin, thr, scores, ahead, done, cand)
                 for j in range(k):
                     passed += in_sum[j]
                 n += k
@@ -273,8 +287,7 @@ def predict_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, templates,
 
 
 @njit(cache=True, nogil=True)
-def train_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, neg_when, templates,
-                   tables, state, params, step, allowed, hist_of, margin, objective, pred):
+def train_sequence(tokens, segments, targets, templates, learning, labels, loss, pred):
     """One online pass over a batch: predict each token greedily (history
     from the model's own predictions) and update. Returns the number of
     tokens with a gold label that were predicted wrongly.
@@ -287,21 +300,27 @@ def train_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, neg_when, 
     neg_when[i, 1] at s and neg_when[i, 2] after it (the NER's incorrect
     span [s, i] of type T forbids L-T at i only when B-T opened it at s).
 
-    `step` (float64[1]) counts decisions seen so far, for averaging;
-    tables, state and params are the learner's (see prefix_train_step).
+    Plain tuples: tokens (lex_rows, lex, inputs), segments (seg_off,
+    seg_new_doc), targets (gold, neg_when), learning (structs.Learner),
+    labels (allowed, hist_of), loss (margin, objective: structs.Hinge
+    without a stride, one prefix per template).
     """
     seeds, atom_off, atom_src, atom_pos = templates
-    W = state[0]
+    lex_rows, lex, inputs = tokens
+    seg_off, seg_new_doc = segments
+    gold, neg_when = targets
+    learner = Learner(*learning)
+    allowed, hist_of = labels
+    margin, objective = loss
+    hinge = Hinge(margin, objective, 1)
+    W = learner.state[0]
     n_tpl = seeds.shape[0]
     no_fixed = np.zeros(0, dtype=np.int32)
-    keys = np.zeros(n_tpl, dtype=np.uint64)
-    rows = np.zeros(n_tpl, dtype=np.int64)
-    viol_t = np.zeros(n_tpl, dtype=np.int64)
-    viol_y = np.zeros(n_tpl, dtype=np.int64)
-    scores = np.zeros(W.shape[1], dtype=np.float32)
-    valid = np.zeros(allowed.shape[2], dtype=allowed.dtype)
-    grad = np.zeros(W.shape[1], dtype=np.float32)
-    touched = np.zeros(W.shape[1] + 1, dtype=np.int64)
+    work = TrainScratch(np.zeros(n_tpl, dtype=np.uint64), np.zeros(n_tpl, dtype=np.int64),
+                        np.zeros(W.shape[1], dtype=np.float32), np.zeros(allowed.shape[2], dtype=allowed.dtype),
+                        np.zeros(n_tpl, dtype=np.int64), np.zeros(n_tpl, dtype=np.int64),
+                        np.zeros(W.shape[1], dtype=np.float32), np.zeros(W.shape[1] + 1, dtype=np.int64))
+    keys, scores, valid = work.keys, work.scores, work.valid
     errors = 0
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
@@ -318,21 +337,19 @@ def train_sequence(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, neg_when, 
             if g >= 0 and not valid[g]:
                 g = -1
             for t in range(n_tpl):
-                keys[t] = sequence_key(t, i, start, end, templates,
-                                       lex_rows, lex, inputs, pred, hist)
+                keys[t] = sequence_key(t, i, start, end, templates, tokens, pred, hist)
             negative = g <= -2 and holds(neg_when, pred, i)
             if g <= -2 and not negative:
                 g = -1
             if negative:
-                score_counted(keys, 0, keys.shape[0], rows, tables, state, params, scores)
+                score_counted(work, 0, n_tpl, learner)
                 g = latent_gold(scores, valid, -2 - g)
-            p = prefix_train_step(keys, 0, keys.shape[0], rows, negative, scores, valid, g, margin, objective, tables,
-                                  state, params, step[0], viol_t, viol_y, grad, touched, 1)
+            p = prefix_train_step(work, 0, n_tpl, negative, g, hinge, learner)
             pred[i] = p
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], p)
             if g >= 0 or negative:  # an annotated decision: it counts for averaging
-                step[0] += 1.0
+                learner.steps[0] += 1.0
                 if g >= 0 and p != g:
                     errors += 1
     return errors
@@ -353,12 +370,14 @@ def holds(neg_when, pred, i):
 
 
 @njit(cache=True, nogil=True)
-def gold_keys(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, templates, hist_of, out):
+def gold_keys(tokens, segments, gold, templates, hist_of, out):
     """The feature key of every template at every token, with the gold
     labels as history (out: n_tokens x n_templates): the features training
     would meet on a perfect run, for rare-feature pruning. A token without a
     gold label reads label 0 as history."""
     seeds, atom_off, atom_src, atom_pos = templates
+    lex_rows, lex, inputs = tokens
+    seg_off, seg_new_doc = segments
     pred = np.maximum(gold, 0).astype(np.int32)
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
     doc_id = -1
@@ -371,7 +390,6 @@ def gold_keys(lex_rows, lex, inputs, seg_off, seg_new_doc, gold, templates, hist
             if with_hist:
                 hist[i] = recall(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], hist_of)
             for t in range(seeds.shape[0]):
-                out[i, t] = sequence_key(t, i, start, end, templates,
-                                         lex_rows, lex, inputs, pred, hist)
+                out[i, t] = sequence_key(t, i, start, end, templates, tokens, pred, hist)
             if with_hist:
                 remember(h_keys, h_vals, h_stamp, doc_id, lex[lex_rows[i], LOWER], pred[i])

@@ -234,12 +234,12 @@ class SparseParser(SparsePipe):
         used = np.zeros(batch.n_tokens, dtype=np.int64)
         margin, thr = self._stop_rule(len(model.seeds))
         ptab, ptab_off, lv, lc, book, W = model.packed()  # W: the rows kept dense
+        spec = (model.template_arrays, self._n_move, self._lab_ok, self._kind, self._alab)
 
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
-            predict_parse(batch.lex_rows, batch.lex, tags, poss, seg_off, single[first:first + len(seg_off) - 1],
-                          model.template_arrays, self._n_move, self._lab_ok, ptab_off, ptab,
-                          W, lv, lc, book, True, self._kind, self._alab, margin, thr, heads, labels, used)
+            predict_parse((batch.lex_rows, batch.lex, tags, poss), (seg_off, single[first:first + len(seg_off) - 1]),
+                          spec, (ptab_off, ptab, W, lv, lc, book, True), (margin, thr), (heads, labels, used))
 
         self._over_segments(batch, parse)
         self._record_usage(used)
@@ -283,12 +283,14 @@ class SparseParser(SparsePipe):
         self._words_seen += batch.n_tokens
         from ..kernels.parser import train_parse  # training/saving only: loading needs no numba import (kernels/layout.py)
 
+        learning = (model.tables(), model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]),
+                    model.steps)
         return train_parse(
-            lex_rows, lex, tags, poss, batch.seg_off, single, gold_head, gold_lab, ptr, idx,
-            model.template_arrays, self._n_move, self._lab_ok, self._arc_col, self._root_col, model.tables(),
-            model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
-            self._kind, self._alab, self.cfg["train_margin"],
-            self.objective, explore, self.cfg["stray"] if explore else 0.0, self._n_batches, LOOKAHEAD,
+            (lex_rows, lex, tags, poss), (batch.seg_off, single),
+            (gold_head, gold_lab, ptr, idx, self._arc_col, self._root_col),
+            (model.template_arrays, self._n_move, self._lab_ok, self._kind, self._alab), learning,
+            (self.cfg["train_margin"], self.objective, LOOKAHEAD),
+            (explore, self.cfg["stray"] if explore else 0.0, self._n_batches),
         )
 
     def _noisy_tags(self, examples: List[Example], batch: DocBatch, tags: np.ndarray,

@@ -197,9 +197,9 @@ class SequencePipe(SparsePipe):
 
         def label(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             predict_sequence(
-                batch.lex_rows, batch.lex, inputs, seg_off, seg_new_doc, model.template_arrays, model.tab_off,
-                model.tab, W, book, self._allowed, fixed, self._hist_of, column,
-                type_rows, slot, slot_pos, sums, self._label_bias(), margin, thr, pred, used,
+                (batch.lex_rows, batch.lex, inputs), (seg_off, seg_new_doc), model.template_arrays,
+                (model.tab_off, model.tab, W, book), (self._allowed, fixed, self._hist_of, self._label_bias()),
+                (column, type_rows, slot, slot_pos, sums), (margin, thr), (pred, used),
             )
 
         self._over_segments(batch, label)
@@ -217,12 +217,12 @@ class SequencePipe(SparsePipe):
         lex_rows, lex = self._word_dropout(model, batch)
         from ..kernels.sequence import train_sequence  # training/saving only: loading needs no numba import (kernels/layout.py)
 
+        learning = (model.tables(), model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]),
+                    model.steps)
         return train_sequence(
-            lex_rows, lex, token_inputs(examples_docs, model, columns), batch.seg_off, batch.seg_new_doc, gold,
-            neg_when,
-            model.template_arrays, model.tables(), model.learner_state(),
-            model.learner_params(self.adagrad, self.cfg["learn_rate"]), model.steps,
-            self._allowed, self._hist_of, self.cfg["train_margin"], self.objective, pred,
+            (lex_rows, lex, token_inputs(examples_docs, model, columns)), (batch.seg_off, batch.seg_new_doc),
+            (gold, neg_when), model.template_arrays, learning, (self._allowed, self._hist_of),
+            (self.cfg["train_margin"], self.objective), pred,
         )
 
     def gold_feature_keys(self, examples: List[Example]) -> Tuple[np.ndarray, np.ndarray]:
@@ -242,7 +242,7 @@ class SequencePipe(SparsePipe):
             batch = DocBatch(docs, self.lexicon, self.by_sents, columns)
             gold = self._gold(part, batch.n_tokens)
             keys = np.zeros((batch.n_tokens, len(model.templates)), dtype=np.uint64)
-            gold_keys(batch.lex_rows, batch.lex, token_inputs(docs, model, columns), batch.seg_off, batch.seg_new_doc,
+            gold_keys((batch.lex_rows, batch.lex, token_inputs(docs, model, columns)), (batch.seg_off, batch.seg_new_doc),
                       gold, model.template_arrays, self._hist_of, keys)
             all_keys.append(keys)
             all_gold.append(gold)
