@@ -41,7 +41,7 @@ from spacy.util import registry
 from wasabi import msg
 
 from .learn.admm import AdmmSettings, DcAdmm
-from .learn.sparseptron import (SparseptronSettings, debias_templates, kept_keys, prox_step, start_selection,
+from .learn.sparseptron import (SparseptronSettings, debias_templates, prox_step, start_selection,
                                 survivors)
 from .pipeline.base import SparsePipe
 from .pipeline.settings import check_min_updates
@@ -165,7 +165,7 @@ class SparsityCallback:
                      f"features {int(pipe.sparse.n_rows[0])}, memory {pipe.sparse.training_bytes():,} bytes")
             if epoch >= st["refit_epoch"]:
                 chosen = debias_templates(pipe.sparse, sp)
-                keys = kept_keys(pipe.sparse, chosen) if sp.refit == "frozen" else None
+                keys = pipe.sparse.feature_keys(chosen) if sp.refit == "frozen" else None
                 pipe.cfg.update(st.pop("own_learner", {}))
                 pipe.refit(chosen)
                 if keys is not None:

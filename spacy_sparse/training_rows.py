@@ -4,7 +4,7 @@ methods, and the end of averaging.
 
 A mixin of SparseLinearModel: it reads and replaces the model's tables and rows, then calls its `changed`.
 """
-from typing import Any, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
@@ -138,6 +138,17 @@ class Training:
         used = (keys != 0) & (rows >= 0)  # not the features still waiting for a row
         out[rows[used]] = keys[used]
         return out
+
+    def feature_keys(self, templates: Sequence[str]) -> List[np.ndarray]:
+        """The feature keys each of `templates` holds now, sorted; none for
+        a template the model does not have (a saved model drops templates
+        left without features)."""
+        n = int(self.n_rows[0])
+        keys = self.keys_of_rows()
+        tpl = self.row_tpl[:n]
+        index = {name: i for i, name in enumerate(self.template_names)}
+        return [np.sort(keys[tpl == index[name]]) if name in index else np.zeros(0, dtype=np.uint64)
+                for name in templates]
 
     def keep_rows(self, keep: np.ndarray) -> int:
         """Delete the features whose `keep` is False (their memory is freed,

@@ -528,3 +528,28 @@ def test_window_slots_are_the_words_beside_s0_b0_and_s1_in_the_text():
     # S0 is the segment's first word and its last: before it nothing, after it the root's place
     assert slots([1], 2)["S0prev"] == NO_TOKEN
     assert slots([3, 7], 8) == {"S0prev": 6, "S0next": AT_ROOT, "B0prev": 7, "S1next": 4}
+
+
+def test_features_setting_learns_only_a_saved_parsers_features(trained, ewt_refs, tmp_path):
+    """`[initialize.components.sparse_parser] features = PIPELINE`: the parser starts from the features that
+    the saved pipeline's parser kept, learns only those, and still parses (a refit after pruning)."""
+    nlp, parser = train_parser(trained[0], ewt_refs["train"][:80], min_updates=1)
+    names = parser.sparse.template_names
+    # drop every other feature, as pruning would, and save the pipeline; what its file holds is the set to learn
+    n = int(parser.sparse.n_rows[0])
+    assert parser.sparse.keep_rows(np.arange(n) % 2 == 0) > 500
+    nlp.to_disk(tmp_path / "pruned")
+    half = SparseLinearModel.from_bytes((tmp_path / "pruned" / "sparse_parser" / "model").read_bytes()).feature_keys(names)
+    again = spacy.blank("en", vocab=trained[0].vocab)
+    refit = again.add_pipe("sparse_parser", config={"explore_after": 20000, "whole_docs": 0.5, "min_updates": 1})
+    train = [Example(d, r) for d, r in zip(tagged(trained[0], ewt_refs["train"][:80]), ewt_refs["train"][:80])]
+    refit.initialize(lambda: train, nlp=again, features=tmp_path / "pruned")
+    for i in range(0, len(train), 20):
+        again.update(train[i:i + 20])
+    learned = refit.sparse.feature_keys(names)
+    assert sum(map(len, half)) > 1000
+    assert all(np.array_equal(a, b) for a, b in zip(learned, half))  # no feature made, none lost
+    assert np.abs(refit.sparse.weights()).sum() > 0
+    check_trees(list(refit.pipe(tagged(trained[0], ewt_refs["dev"][:20], False))))
+    with pytest.raises(ValueError, match="Cannot take the features"):
+        refit.initialize(lambda: train, nlp=again, features=tmp_path / "nowhere")

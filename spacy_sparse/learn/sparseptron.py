@@ -177,16 +177,6 @@ def survivors(model: SparseLinearModel) -> List[str]:
     return [name for name, n in zip(model.template_names, norms) if n > 0]
 
 
-def kept_keys(model: SparseLinearModel, templates: List[str]) -> List[np.ndarray]:
-    """The feature keys each of `templates` holds now, sorted (what a
-    frozen refit learns weights for)."""
-    n = int(model.n_rows[0])
-    keys = model.keys_of_rows()
-    tpl = model.row_tpl[:n]
-    index = {name: i for i, name in enumerate(model.template_names)}
-    return [np.sort(keys[tpl == index[name]]) for name in templates]
-
-
 def start_selection(model: SparseLinearModel) -> None:
     """Switch a fresh model to the sparseptron's representation."""
     model.groups.selecting = True

@@ -21,6 +21,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from .. import clusters as word_clusters
+from .. import codec
 from ..lexicon import Lexicon, ambiguity_classes
 from ..model import SparseLinearModel
 from ..templates import apply_order, check_kind, parse_templates
@@ -234,11 +235,14 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         order: Optional[Any] = None,
         clusters: Optional[Union[str, Path]] = None,
         clusters_min_logprob: Optional[float] = None,
+        features: Optional[Union[str, Path]] = None,
     ) -> None:
         """Collect labels (or take `labels`, e.g. from `spacy init labels`),
         put templates in `order` (an ordering file path or list) and make an
         empty model, with word `clusters` if its templates read them (only
-        the forms more common than `clusters_min_logprob`, if given)."""
+        the forms more common than `clusters_min_logprob`, if given). With
+        `features` (a saved pipeline), learn only the features its component
+        of this name has (use_features)."""
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if labels is None:
             # labels given with add_label stay, as in spaCy's components
@@ -248,7 +252,23 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang, clusters_min_logprob)
         if self.cfg.get("min_count", 1) > 1:
             self._keep_frequent_features(list(get_examples()), self.cfg["min_count"])
+        self.use_features(features)
         self._count_types(get_examples)
+
+    def use_features(self, pipeline: Optional[Union[str, Path]]) -> None:
+        """Learn only the features that this component of a saved pipeline
+        has (zero weights to start): training again on what pruning kept (QT
+        with L0 terms, min-update) lets the kept weights make up for the
+        dropped ones, as the sparseptron's refit does for templates."""
+        if pipeline is None:
+            return
+        path = Path(pipeline) / self.name / "model"
+        try:
+            saved = SparseLinearModel.from_bytes(codec.read_model_file(path))
+        except ValueError as err:
+            raise ValueError(f"Cannot take the features of {self.name!r} from {pipeline}: {err}") from None
+        model = self._require_model()
+        model.preset_features(saved.feature_keys(model.template_names))
 
     def _count_types(self, get_examples: Callable[[], Iterable[Example]]) -> None:
         """Count the training data's word types, which word_dropout needs."""

@@ -151,11 +151,12 @@ class SparseParser(SparsePipe):
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
                    labels: Optional[Sequence[str]] = None, order: Optional[Any] = None,
-                   clusters: Optional[str] = None, clusters_min_logprob: Optional[float] = None) -> None:
+                   clusters: Optional[str] = None, clusters_min_logprob: Optional[float] = None,
+                   features: Optional[str] = None) -> None:
         """Collect the labels of the (projectivized) training trees, or take
         `labels` (from `spacy init labels`); the labels seen on roots become
         root actions. `clusters`: word clusters for `clu*` atoms (clusters.py;
-        `clusters_min_logprob` as SparsePipe.initialize)."""
+        `clusters_min_logprob` and `features` as SparsePipe.initialize)."""
         validate_get_examples(get_examples, "SparseParser.initialize")
         counts: Counter = Counter()
         root_counts: Counter = Counter()
@@ -178,6 +179,7 @@ class SparseParser(SparsePipe):
         # `amb` atoms read a word's ambiguity class: the tags it took in training
         self._build_model(names, order, ambiguity_classes(words))
         self.use_clusters(clusters, nlp.lang if nlp is not None else self.vocab.lang, clusters_min_logprob)
+        self.use_features(features)
         self._count_types(get_examples)
 
     def _arrange_templates(self, templates: List[str]) -> List[str]:
