@@ -8,6 +8,7 @@ from numba import njit
 from ..codes import FULL, PREFIX_TRUNCATED  # training objectives
 from .hashing import table_put, table_slot
 from .scoring import NEG_INF, add_row, best_valid, find_entry
+from .structs import TrainScratch
 
 # prefix_train_step: the loss-augmented argmax must be computed again
 STALE = -2
@@ -172,6 +173,17 @@ def score_counted(work, t0, t1, learner):
         r = rows[t]
         if r >= 0 and scale[t] != 0.0 and updates[r] >= min_updates:
             add_row_scaled(scores, W, r, scale[t])
+
+
+@njit(cache=True, nogil=True)
+def train_scratch(n_tpl, n_labels, like):
+    """A training step's scratch arrays (structs.TrainScratch) for n_tpl
+    templates and n_labels labels; `valid` takes the dtype of `like` (the
+    task's mask)."""
+    return TrainScratch(np.zeros(n_tpl, dtype=np.uint64), np.zeros(n_tpl, dtype=np.int64),
+                        np.zeros(n_labels, dtype=np.float32), np.zeros(n_labels, dtype=like.dtype),
+                        np.zeros(n_tpl, dtype=np.int64), np.zeros(n_tpl, dtype=np.int64),
+                        np.zeros(n_labels, dtype=np.float32), np.zeros(n_labels + 1, dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)

@@ -31,9 +31,9 @@ from .arc_hybrid import (action_costs, apply_move, apply_tracked, fill_valid, ne
                          write_output)
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
 from .jit import leaf
-from .learner import prefix_train_step, score_counted
+from .learner import prefix_train_step, score_counted, train_scratch
 from .scoring import LOOKAHEAD, NEG_INF, block_end, decided, open_scores, score_block
-from .structs import Arcs, Decision, GoldTree, Hinge, Learner, ParserSpec, Tokens, TrainScratch, Weights
+from .structs import Arcs, Decision, GoldTree, Hinge, Learner, ParserSpec, Tokens, Weights
 
 from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, ROOT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_MOVE,
                      ST_POS, ST_RSET, ST_RV, ST_TAG)
@@ -241,9 +241,8 @@ def train_parse(columns, segments, tree, parser, learning, loss, walk):
     actions the label of an arc the parse makes is a second decision,
     learned when the arc is gold (towards its gold label) and followed like
     a move (a wrong label with probability `explore`). The prefix hinge
-    is checked once per block of `stride` templates (LOOKAHEAD), the
-    prefixes whose margin test prediction runs (score_block): one per
-    template trained slower for a lower dev LAS (docs/decisions/measurement-log.md).
+    is checked once per block of `stride` templates (LOOKAHEAD): the
+    prefixes whose margin test prediction runs (score_block).
 
     Plain tuples, named as in structs.py: columns (Tokens), segments (as
     predict_parse's), tree (GoldTree), parser (ParserSpec), learning
@@ -264,10 +263,7 @@ def train_parse(columns, segments, tree, parser, learning, loss, walk):
     arcs = Arcs(lab, val, sets)
     in_stack = np.zeros(n, dtype=np.uint8)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
-    work = TrainScratch(np.zeros(n_tpl, dtype=np.uint64), np.zeros(n_tpl, dtype=np.int64),
-                        np.zeros(n_act, dtype=np.float32), np.zeros(n_act, dtype=np.uint8),
-                        np.zeros(n_tpl, dtype=np.int64), np.zeros(n_tpl, dtype=np.int64),
-                        np.zeros(n_act, dtype=np.float32), np.zeros(n_act + 1, dtype=np.int64))
+    work = train_scratch(n_tpl, n_act, in_stack)
     keys, scores, valid = work.keys, work.scores, work.valid
     cost = np.zeros(n_act, dtype=np.int64)
     rng = np.array([np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)], dtype=np.uint64)
@@ -283,18 +279,7 @@ def train_parse(columns, segments, tree, parser, learning, loss, walk):
             state_keys(keys, 0, n_move, slot_tok, b0, spec.templates, tokens, arcs, -1)
             fill_valid(valid, kind, depth, b0, end, single)
             least = action_costs(cost, valid, kind, spec.alab, stack, depth, b0, end, gold, in_stack)
-            # the oracle's action: the best-scoring optimal one
-            score_counted(work, 0, n_move, learner)
-            g = -1
-            best = NEG_INF
-            for y in range(n_act):
-                if valid[y] and cost[y] == least and (g < 0 or scores[y] > best):
-                    g = y
-                    best = scores[y]
-            # other optimal actions are neither the target nor a violation
-            for y in range(n_act):
-                if y != g and cost[y] == least:
-                    valid[y] = 0
+            g = oracle_target(work, n_move, learner, cost, least)
             p = prefix_train_step(work, 0, n_move, True, g, hinge, learner)
             learner.steps[0] += 1.0
             a = p
@@ -303,13 +288,8 @@ def train_parse(columns, segments, tree, parser, learning, loss, walk):
                 if not (explore > 0.0 and next_random(rng) < explore):
                     a = g
             elif stray > 0.0 and next_random(rng) < stray:
-                # a right model strays too now and then (to its best costly
-                # action), so training also visits states after mistakes
-                best = NEG_INF
-                for y in range(n_act):
-                    if valid[y] and cost[y] > least and (a == p or scores[y] > best):
-                        a = y
-                        best = scores[y]
+                # a right model strays too now and then, so training also visits states after mistakes
+                a = best_costly(scores, valid, cost, least, p)
             mv = kind[a]
             label = spec.alab[a]
             if n_move < n_tpl and mv != SHIFT:
@@ -330,6 +310,39 @@ def train_parse(columns, segments, tree, parser, learning, loss, walk):
                 label = spec.alab[col]
             depth, b0 = apply_tracked(mv, label, stack, depth, b0, in_stack, head, lab, kids, val, sets)
     return errors
+
+
+@njit(cache=True, nogil=True)
+def oracle_target(work, n_move, learner, cost, least):
+    """The oracle's action: the best-scoring one of the least-cost valid
+    actions (scored by the counted features of the move templates). The
+    other least-cost actions are then made invalid: they are neither the
+    target nor a violation."""
+    score_counted(work, 0, n_move, learner)
+    scores, valid = work.scores, work.valid
+    g = -1
+    best = NEG_INF
+    for y in range(scores.shape[0]):
+        if valid[y] and cost[y] == least and (g < 0 or scores[y] > best):
+            g = y
+            best = scores[y]
+    for y in range(scores.shape[0]):
+        if y != g and cost[y] == least:
+            valid[y] = 0
+    return g
+
+
+@njit(cache=True, nogil=True)
+def best_costly(scores, valid, cost, least, chosen):
+    """The best-scoring valid action that costs more than the least (the
+    first on ties), or `chosen` when none does."""
+    a = chosen
+    best = NEG_INF
+    for y in range(scores.shape[0]):
+        if valid[y] and cost[y] > least and (a == chosen or scores[y] > best):
+            a = y
+            best = scores[y]
+    return a
 
 
 @njit(cache=True, nogil=True)

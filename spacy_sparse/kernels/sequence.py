@@ -26,10 +26,10 @@ from .history import history_state, recall, remember
 from .jit import leaf
 from .layout import UNSET
 from .prefetch import prefetch_lex, prefetch_sum
-from .learner import latent_gold, prefix_train_step, score_counted
+from .learner import latent_gold, prefix_train_step, score_counted, train_scratch
 from .scoring import (LOOKAHEAD, add_dense, block_end, decided, find_row, has_thresholds, leads, margin_at, open_scores,
                       score_block)
-from .structs import Hinge, Learner, TrainScratch, Weights
+from .structs import Hinge, Learner, Weights
 
 
 FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
@@ -316,10 +316,7 @@ def train_sequence(tokens, segments, targets, templates, learning, labels, loss,
     W = learner.state[0]
     n_tpl = seeds.shape[0]
     no_fixed = np.zeros(0, dtype=np.int32)
-    work = TrainScratch(np.zeros(n_tpl, dtype=np.uint64), np.zeros(n_tpl, dtype=np.int64),
-                        np.zeros(W.shape[1], dtype=np.float32), np.zeros(allowed.shape[2], dtype=allowed.dtype),
-                        np.zeros(n_tpl, dtype=np.int64), np.zeros(n_tpl, dtype=np.int64),
-                        np.zeros(W.shape[1], dtype=np.float32), np.zeros(W.shape[1] + 1, dtype=np.int64))
+    work = train_scratch(n_tpl, W.shape[1], allowed)
     keys, scores, valid = work.keys, work.scores, work.valid
     errors = 0
     with_hist, hist, h_keys, h_vals, h_stamp = history_state(lex_rows, atom_src, seg_off, seg_new_doc)
