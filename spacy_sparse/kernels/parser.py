@@ -32,7 +32,8 @@ from .arc_hybrid import (action_costs, apply_move, apply_tracked, fill_valid, ne
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
 from .jit import leaf
 from .learner import prefix_train_step, score_counted, train_scratch
-from .scoring import LOOKAHEAD, NEG_INF, block_end, decided, open_scores, score_block
+from .scoring import (LOOKAHEAD, NEG_INF, add_block, block_end, decided, leads, margin_at, open_scores, probe_block,
+                      score_block)
 from .structs import Arcs, Decision, GoldTree, Hinge, Learner, ParserSpec, Tokens, Weights
 
 from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, ROOT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_MOVE,
@@ -145,7 +146,7 @@ def predict_parse(columns, segments, parser, layout, rule, out):
     arcs = Arcs(lab, val, sets)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
     work = Decision(np.zeros(n_tpl, dtype=np.uint64), np.zeros(kind.shape[0], dtype=np.float32),
-                    np.zeros(kind.shape[0], dtype=np.uint8), np.zeros(max(LOOKAHEAD, n_tpl), dtype=np.int64))
+                    np.zeros(kind.shape[0], dtype=np.uint8), np.zeros(max(2 * LOOKAHEAD, n_tpl), dtype=np.int64))
     valid = work.valid
     for d in range(seg_off.shape[0] - 1):
         start = seg_off[d]
@@ -195,26 +196,44 @@ def score_decision(work, t0, t1, move, slot_tok, b0, templates, tokens, arcs, we
     """Score one decision with templates t0..t1-1, block by block, until
     the stop rule holds; returns (the column chosen, templates scored).
     `work` (structs.Decision) holds its keys, scores, valid columns and
-    looked-up rows. With a margin, the next block's keys are made and its
-    table slots asked for before this block's rows are added, so those
-    trips to memory overlap the adds (at the stop one block's keys were
-    made in vain)."""
+    looked-up rows. With a margin the work is pipelined over blocks (their
+    rows are added, and the stop rule tested, in order, as without it):
+    while block k's rows are added, block k + 1 has been looked up and its
+    weights asked for, and block k + 2's keys made and its table slots asked
+    for, so each trip to memory has a block of work to overlap. At the stop,
+    the two blocks after it were prepared in vain."""
     keys, scores, ahead = work.keys, work.scores, work.ahead
-    tab, tab_off = weights.tab, weights.tab_off
     done, cand = open_scores(scores, work.valid, margin)
+    if margin < 0.0:  # nothing stops early: one block of all the templates
+        state_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move)
+        n, done, cand = score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand)
+        return decided(scores, work.valid, margin, done, cand), n
+    cur = 0  # where in `ahead` the rows of the block being added are (the next block's: LOOKAHEAD on)
     k = t0
-    stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1  # nothing stops early: one block
+    stop = block_end(k, t1, LOOKAHEAD)
     state_keys(keys, k, stop, slot_tok, b0, templates, tokens, arcs, move)
-    while k < t1 and not (margin >= 0.0 and k > t0 and done):
-        stop = block_end(k, t1, LOOKAHEAD) if margin >= 0.0 else t1
-        if stop < t1:
-            nxt = block_end(stop, t1, LOOKAHEAD)
-            state_keys(keys, stop, nxt, slot_tok, b0, templates, tokens, arcs, move)
-            for t in range(stop, nxt):
-                prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
-        n, done, cand = score_block(keys, k, stop, weights, margin, thr, scores, ahead, done, cand)
-        k += n
+    probe_block(keys, k, stop, weights, ahead, cur)
+    nxt = block_end(stop, t1, LOOKAHEAD)
+    prepare_keys(keys, stop, nxt, slot_tok, b0, templates, tokens, arcs, move, weights)
+    while k < t1 and not (k > t0 and done):
+        after = block_end(nxt, t1, LOOKAHEAD)
+        prepare_keys(keys, nxt, after, slot_tok, b0, templates, tokens, arcs, move, weights)
+        probe_block(keys, stop, nxt, weights, ahead, LOOKAHEAD - cur)
+        add_block(scores, weights, ahead, cur, stop - k)
+        done, cand = leads(scores, margin_at(margin, thr, stop - 1))
+        cur = LOOKAHEAD - cur
+        k, stop, nxt = stop, nxt, after
     return decided(scores, work.valid, margin, done, cand), k - t0
+
+
+@leaf
+def prepare_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move, weights):
+    """Make the keys of templates t0..t1-1 and ask for their table slots."""
+    if t0 >= t1:
+        return
+    state_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move)
+    for t in range(t0, t1):
+        prefetch_home(weights.tab, weights.tab_off[t], weights.tab_off[t + 1] - weights.tab_off[t], keys[t])
 
 
 @njit(cache=True, nogil=True)

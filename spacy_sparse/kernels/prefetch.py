@@ -42,12 +42,29 @@ def prefetch_byte(typingctx, arr, offset):
 def prefetch_rows(W, rows, n):
     """Ask for every cache line of the rows W[rows[j]], j < n (none for a
     negative entry: no row)."""
-    row_bytes = W.shape[1] * W.itemsize
     for j in range(n):
-        r = rows[j]
-        if r >= 0:
-            for off in range(0, row_bytes + LINE - 1, LINE):
-                prefetch_byte(W, r * row_bytes + min(off, row_bytes - 1))
+        if rows[j] >= 0:
+            prefetch_row(W, rows[j])
+
+
+@leaf
+def prefetch_row(W, r):
+    """Ask for every cache line of the row W[r]."""
+    row_bytes = W.shape[1] * W.itemsize
+    for off in range(0, row_bytes + LINE - 1, LINE):
+        prefetch_byte(W, r * row_bytes + min(off, row_bytes - 1))
+
+
+@leaf
+def prefetch_span(entries, span):
+    """Ask for the first and the last cache line of a packed span
+    (start << 16 | count) of `entries`' rows."""
+    start = span >> 16
+    count = span & 0xFFFF
+    if count > 0:
+        step = entries.itemsize * (entries.size // max(entries.shape[0], 1))
+        prefetch_byte(entries, start * step)
+        prefetch_byte(entries, (start + count) * step - 1)
 
 
 @leaf

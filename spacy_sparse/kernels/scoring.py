@@ -14,7 +14,7 @@ from numba.extending import overload
 from .hashing import prefetch_home, table_find
 from .jit import NO_NRT, leaf
 from .layout import HOT, LOOKAHEAD
-from .prefetch import prefetch_rows
+from .prefetch import prefetch_row, prefetch_rows, prefetch_span
 from .rows import widen_span
 
 NEG_INF = np.float32(-3.0e38)
@@ -233,6 +233,39 @@ def add_coded(scores, lc, book, span):
     for k in range(start, start + (span & SPAN_MASK)):
         e = np.int64(lc[k])
         scores[e >> 8] += book[e & 0xFF]
+
+
+@leaf
+def probe_block(keys, t0, t1, weights, ahead, at):
+    """Look up the table entries of templates t0..t1-1 into ahead[at:], and
+    ask for the weights each found (a packed layout's: a span of entries,
+    or a dense hot row), so that adding them later finds them in cache."""
+    tab, tab_off = weights.tab, weights.tab_off
+    for t in range(t0, t1):
+        r = find_entry(tab, tab_off, t, keys[t])
+        ahead[at + t - t0] = r
+        if r >= HOT:
+            prefetch_row(weights.W, r - HOT)
+        elif r >= 0:
+            if weights.lc.shape[0] > 0:
+                prefetch_span(weights.lc, r)
+            else:
+                prefetch_span(weights.lv, r)
+
+
+@leaf
+def add_block(scores, weights, ahead, at, n):
+    """Add the packed rows ahead[at:at + n] (probe_block's) in order."""
+    W, lv, lc, book = weights.W, weights.lv, weights.lc, weights.book
+    for j in range(n):
+        row = ahead[at + j]
+        if row >= HOT:
+            add_row(scores, W, row - HOT)
+        elif row >= 0:
+            if lc.shape[0] > 0:
+                add_coded(scores, lc, book, row)
+            else:
+                add_span(scores, lv, row)
 
 
 @leaf
