@@ -294,8 +294,7 @@ def score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand):
     scoring it (the parser one block ahead), so templates after the stop
     cost little.
     """
-    tab, tab_off, W, lv, lc, book, packed = (weights.tab, weights.tab_off, weights.W, weights.lv, weights.lc,
-                                             weights.book, weights.packed)
+    tab, tab_off, W, book, packed = weights.tab, weights.tab_off, weights.W, weights.book, weights.packed
     if t1 - t0 > LOOKAHEAD:  # a decision's whole set (no margin): every first slot is asked for before any probe
         for t in range(t0, t1):
             if keys[t] != 0:
@@ -304,19 +303,14 @@ def score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand):
         if keys[t] != 0:  # 0: the task put the row in `ahead` already
             # any negative entry (absent, or waiting under min-update) adds nothing below
             ahead[t - t0] = find_entry(tab, tab_off, t, keys[t])
-    if not packed:  # dense rows are mostly trips to memory: start them all before adding any
-        prefetch_rows(W, ahead, t1 - t0)
+    if packed:
+        add_block(scores, weights, ahead, 0, t1 - t0)
+        if margin >= 0.0:
+            done, cand = leads(scores, margin if thr is None else thr[t1 - 1])
+        return t1 - t0, done, cand
+    prefetch_rows(W, ahead, t1 - t0)  # dense rows are mostly trips to memory: start them all before adding any
     for t in range(t0, t1):
         row = ahead[t - t0]
-        if packed:
-            if row >= HOT:
-                add_row(scores, W, row - HOT)
-            elif row >= 0:
-                if lc.shape[0] > 0:
-                    add_coded(scores, lc, book, row)
-                else:
-                    add_span(scores, lv, row)
-            continue
         if row >= 0:
             add_dense(scores, W, book, row)
         if margin >= 0.0:
@@ -328,6 +322,4 @@ def score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand):
                 done, cand = leads(scores, thr[t])
             if done:
                 return t - t0 + 1, done, cand
-    if packed and margin >= 0.0:
-        done, cand = leads(scores, margin if thr is None else thr[t1 - 1])
     return t1 - t0, done, cand
