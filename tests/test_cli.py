@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import spacy
@@ -164,6 +165,29 @@ def test_joint_tagger_parser_config_trains(corpus, tmp_path):
         "--training.max_epochs", "2", "--training.eval_frequency", "50")
     meta = json.loads((out / "model-last" / "meta.json").read_text())
     assert meta["performance"]["dep_las"] > 0.2 and meta["performance"]["tag_acc"] > 0.7
+
+
+@pytest.mark.full
+def test_small_pipeline_config_trains_a_coded_parser_over_the_shipped_components(corpus, tmp_path):
+    """configs/tagger_parser_small.cfg: the tagger and segmenter of the pipeline it is given stay byte for byte
+    (sourced, frozen), and the parser it trains ends as DC-ADMM's codes (at most 33 distinct weights) that parse."""
+    import spacy_sparse
+
+    source = Path(spacy_sparse.__file__).parent / "data" / "en_ewt_sparse"
+    out = tmp_path / "small"
+    run("spacy", "train", "configs/tagger_parser_small.cfg", "--output", str(out),
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--paths.pipeline", str(source), "--training.max_epochs", "3", "--training.eval_frequency", "50",
+        "--training.before_update.dc_admm.start_epoch", "1", "--training.before_update.dc_admm.max_iterations", "1")
+    for name in ("sparse_tagger", "sparse_senter"):
+        assert (out / "model-best" / name / "model").read_bytes() == (source / name / "model").read_bytes()
+    nlp = spacy.load(out / "model-best")
+    stats = nlp.get_pipe("sparse_parser").sparse.stats()
+    assert 1 < stats["distinct_weights"] <= 33
+    meta = json.loads((out / "model-best" / "meta.json").read_text())
+    assert meta["performance"]["sparse_compressed"] == 1.0 and meta["performance"]["dep_las"] > 0.4
+    doc = nlp("The committee approved the new budget on Tuesday. It takes effect in May.")
+    assert doc.has_annotation("DEP") and all(t.tag_ for t in doc)
 
 
 def test_prune_cli_makes_a_smaller_model_that_still_tags(trained_dir, tmp_path):

@@ -10,7 +10,6 @@ from spacy_sparse.learn.sparseptron import (
     group_lasso_prox,
     group_prox_factor,
     group_weights,
-    kept_keys,
     prox_step,
     soft_threshold,
     start_selection,
@@ -115,7 +114,7 @@ def test_martins_selection_loss_and_frozen_refit(ewt_refs, refit):
             assert (tagger.cfg["mode"], tagger.cfg["learner"], tagger.cfg["train_margin"]) == ("full", "perceptron", 0)
             seen["templates"] = survivors(tagger.sparse)
             seen["keys"] = {name: set(keys) for name, keys in
-                            zip(seen["templates"], kept_keys(tagger.sparse, seen["templates"]))}
+                            zip(seen["templates"], tagger.sparse.feature_keys(seen["templates"]))}
 
     run_epochs(nlp, callback, train, 3, check)
     model = tagger.sparse
