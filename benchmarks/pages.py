@@ -26,8 +26,9 @@ HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->
 # (results stem, section title, what the reader should know about the setting)
 BENCH_SECTIONS = [
     ("full_raw", "Embedded full pipeline on raw text",
-     "`spacy_sparse.load_default()` (the segmenter, tagger and parser of `configs/tagger_parser.cfg`, each rounded by "
-     "QT with L0 terms: `spacy project run compress-default`, and its `sparse_upos` table) "
+     "`spacy_sparse.load_default()` (the segmenter and tagger of `configs/tagger_parser.cfg` rounded by QT with L0 "
+     "terms, `spacy project run compress-default`, its `sparse_upos` table, a parser trained over them with DC-ADMM, "
+     "`train-default`, and the morphologizer and lemmatizer of `configs/lemma_morph.cfg`) "
      "on EWT test: each document's text through the pipeline's own tokenizer (spaCy's English tokenizer with UD English's tokens where they differ, `spacy_sparse.UDTokenizer.v1`; the CNN keeps spaCy's own), no sentence boundaries, scored by spaCy's scorer "
      "through the alignment (what `spacy evaluate` does without `--gold-preproc`). The margin is the parser's. "
      "Compared with spaCy's CNN efficiency tagger + parser (`configs/cnn_tagger_parser.cfg`, trained on spaCy's "
@@ -59,6 +60,16 @@ BENCH_SECTIONS = [
      "The float segmenter + tagger + parser of `configs/tagger_parser.cfg` on the same input: the `model-best` of "
      "`spacy project run train-joint` (`spacy train` with that recipe as a user runs it; the embedded pipeline is "
      "made from it)."),
+    ("parser_qt_raw", "The float pipeline's parser rounded by QT on raw text",
+     "`spacy project run compress-default`: the float pipeline above with each component's weights rounded once by "
+     "QT with L0 terms (the parser: 64 values per sign, kappa 1.08, L0 weight 0.3), on the same input, against that "
+     "float pipeline in the same run. The margin and the model file are the parser's."),
+    ("parser_small_raw", "A parser trained with DC-ADMM over the QT pipeline on raw text",
+     "`spacy project run train-default` (`configs/tagger_parser_small.cfg`): the tagger, segmenter and UPOS table of "
+     "the QT pipeline above, and a new parser trained over them with DC-ADMM inside its own run (16 values per sign, "
+     "L0 terms), on the same input, against the float pipeline in the same run. The embedded pipeline's parser is "
+     "made the same way over the shipped components "
+     "([decisions/2026-11-29-parser-compression.md](decisions/2026-11-29-parser-compression.md))."),
     ("full_gold", "Embedded full pipeline with gold tokens and gold sentences",
      "Second to the raw-text numbers: the treebank's tokens and sentence boundaries are given."),
     ("pipeline_gold", "Float pipeline (`configs/tagger_parser.cfg`) with gold tokens and gold sentences",
@@ -79,9 +90,11 @@ BENCH_SECTIONS = [
     ("tagger_gold", "Trained tagger with gold tokens and gold sentences",
      "The same setting for the float tagger of `configs/tagger.cfg`."),
     ("composed_raw", "Every sparsity method on one tagger (`configs/tagger_composed.cfg`) on raw text",
-     "`model-best` of `spacy train configs/tagger_composed.cfg` on EWT train/dev: sparseptron selection of 44 of the "
-     "48 templates, a refit with min-update (k = 3), five DC-ADMM iterations with L0 terms (8 weight values); "
-     "the same raw-text input as above, with `margin_decay` 0.95 beside the single margin."),
+     "`model-best` of `spacy train configs/tagger_composed.cfg` on EWT train/dev: the templates, word table (its "
+     "common forms) and word dropout of `configs/tagger.cfg`, sparseptron selection of 46 templates, a refit with "
+     "min-update (k = 4), five DC-ADMM iterations with L0 terms (8 weight values); the same raw-text input as above, "
+     "with `margin_decay` 0.95 beside the single margin, against the float tagger of `configs/tagger.cfg` (the "
+     "recipe it compresses) in the same run."),
     ("tagger_wsj", "Another domain: the trained tagger on Wall Street Journal text",
      "The float tagger of `configs/tagger.cfg`, trained on EWT (web text) only, tagging CoNLL-2000's test split "
      "(WSJ section 20 news, one doc per sentence, gold tokens: `spacy project run convert-chunks`), against spaCy's "
