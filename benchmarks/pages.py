@@ -456,6 +456,12 @@ def _row_index(result: Dict[str, Any], margin: Optional[float]) -> Optional[int]
     return None
 
 
+def against_cnn(result: Dict[str, Any]) -> bool:
+    """Whether a run was compared with a spaCy CNN pipeline (README's last column), not with another sparse one."""
+    c = result.get("compare")
+    return bool(c) and not any(k.startswith("sparse_") for k in c.get("component_words_per_second") or {})
+
+
 def headline() -> Optional[str]:
     """README's table: accuracy on raw text (then gold tokens), words/s against the CNN, size."""
     rows: List[str] = []
@@ -494,21 +500,21 @@ def headline() -> Optional[str]:
                 gold_scores = dict(gr.get("scores") or {}, **{gr["metric"]: gr["accuracy"]})
             gold_text = " / ".join(_pct(gold_scores, k) for k in ("tag_acc", "dep_las") if k in gold_scores) or "–"
             words = _lemmas_features(scores, gold_scores)
-            ratio = span([r["rows"][i]["ratio_vs_compare"] for r in found], "{:.1f}", "×") if "compare" in first else "–"
+            ratio = span([r["rows"][i]["ratio_vs_compare"] for r in found], "{:.1f}", "×") if against_cnn(first) else "–"
             rows.append(f"| {label} | {_pct(scores, 'tag_acc')} | {_pct(scores, 'dep_las')} | "
                         f"{_pct(scores, 'sents_f')} | {gold_text} | {words} | "
                         f"{span([r['rows'][i]['words_per_second'] for r in found])} | {ratio} | "
                         f"{mb(first.get('pipeline_bytes'))} |")
-        if "compare" in first and first["compare"]["model"] not in cnns:
+        if against_cnn(first) and first["compare"]["model"] not in cnns:
             c = first["compare"]
             own = first["rows"][_row_index(first, None)]
             cnns[c["model"]] = dict(c, words=span([r["compare"]["words_per_second"] for r in found]),
                                     scores=c.get("scores") or {own["metric"]: c.get("accuracy")})
         got = first_pass(found)
-        if got is not None and got[1] is not None:
+        if got is not None and got[1] is not None and against_cnn(first):
             first_passes.append(f"{name} {got[0]} words/s, {got[1][0]}")
         calls = [r["calls"] for r in found if r.get("calls")]
-        if calls and all("ratio_vs_compare" in x for x in calls):
+        if calls and all("ratio_vs_compare" in x for x in calls) and against_cnn(first):
             per_call.append(f"{name} {span([x['words_per_second'] for x in calls])} words/s, "
                             f"{span([x['ratio_vs_compare'] for x in calls], '{:.1f}', '×')}")
         meta = meta or first.get("meta", {})
