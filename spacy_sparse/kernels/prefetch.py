@@ -62,9 +62,8 @@ def prefetch_span(entries, span):
     start = span >> 16
     count = span & 0xFFFF
     if count > 0:
-        step = entries.itemsize * (entries.size // max(entries.shape[0], 1))
-        prefetch_byte(entries, start * step)
-        prefetch_byte(entries, (start + count) * step - 1)
+        prefetch_byte(entries, start * entries.strides[0])
+        prefetch_byte(entries, (start + count) * entries.strides[0] - 1)
 
 
 @leaf

@@ -275,6 +275,12 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         if self.cfg.get("word_dropout", 0.0) > 0:
             self._type_keys, self._type_counts = type_counts(get_examples())
 
+    def _learning(self, model: SparseLinearModel) -> Tuple[Any, ...]:
+        """What a training kernel's learner reads (kernels/structs.Learner): the feature tables, the weights
+        and per-feature state, the settings and the decision count."""
+        return (model.tables(), model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]),
+                model.steps)
+
     def _word_dropout(self, model: SparseLinearModel, batch: DocBatch) -> Tuple[np.ndarray, np.ndarray]:
         """The batch's (lex_rows, lex) as training reads them: with some
         words as unknown ones when the component has a word dropout (and

@@ -182,6 +182,11 @@ class SparseParser(SparsePipe):
         self.use_features(features)
         self._count_types(get_examples)
 
+    def _spec(self, model: SparseLinearModel) -> Tuple[Any, ...]:
+        """What the parsing kernels decide over (kernels/structs.ParserSpec): the templates, where the label
+        templates start, each label column's moves, and each action's move and label."""
+        return (model.template_arrays, self._n_move, self._lab_ok, self._kind, self._alab)
+
     def _arrange_templates(self, templates: List[str]) -> List[str]:
         """Move templates first, label templates (split actions) after,
         each in their order: the kernel scores the two decisions with the
@@ -236,12 +241,13 @@ class SparseParser(SparsePipe):
         used = np.zeros(batch.n_tokens, dtype=np.int64)
         margin, thr = self._stop_rule(len(model.seeds))
         ptab, ptab_off, lv, lc, book, W = model.packed()  # W: the rows kept dense
-        spec = (model.template_arrays, self._n_move, self._lab_ok, self._kind, self._alab)
+        columns, spec, layout = (batch.lex_rows, batch.lex, tags, poss), self._spec(model), \
+            (ptab_off, ptab, W, lv, lc, book, True)
 
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
-            predict_parse((batch.lex_rows, batch.lex, tags, poss), (seg_off, single[first:first + len(seg_off) - 1]),
-                          spec, (ptab_off, ptab, W, lv, lc, book, True), (margin, thr), (heads, labels, used))
+            predict_parse(columns, (seg_off, single[first:first + len(seg_off) - 1]), spec, layout, (margin, thr),
+                          (heads, labels, used))
 
         self._over_segments(batch, parse)
         self._record_usage(used)
@@ -285,12 +291,10 @@ class SparseParser(SparsePipe):
         self._words_seen += batch.n_tokens
         from ..kernels.parser import train_parse  # training/saving only: loading needs no numba import (kernels/layout.py)
 
-        learning = (model.tables(), model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]),
-                    model.steps)
         return train_parse(
             (lex_rows, lex, tags, poss), (batch.seg_off, single),
             (gold_head, gold_lab, ptr, idx, self._arc_col, self._root_col),
-            (model.template_arrays, self._n_move, self._lab_ok, self._kind, self._alab), learning,
+            self._spec(model), self._learning(model),
             (self.cfg["train_margin"], self.objective, LOOKAHEAD),
             (explore, self.cfg["stray"] if explore else 0.0, self._n_batches),
         )

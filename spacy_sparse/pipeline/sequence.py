@@ -217,11 +217,9 @@ class SequencePipe(SparsePipe):
         lex_rows, lex = self._word_dropout(model, batch)
         from ..kernels.sequence import train_sequence  # training/saving only: loading needs no numba import (kernels/layout.py)
 
-        learning = (model.tables(), model.learner_state(), model.learner_params(self.adagrad, self.cfg["learn_rate"]),
-                    model.steps)
         return train_sequence(
             (lex_rows, lex, token_inputs(examples_docs, model, columns)), (batch.seg_off, batch.seg_new_doc),
-            (gold, neg_when), model.template_arrays, learning, (self._allowed, self._hist_of),
+            (gold, neg_when), model.template_arrays, self._learning(model), (self._allowed, self._hist_of),
             (self.cfg["train_margin"], self.objective), pred,
         )
 
