@@ -196,6 +196,13 @@ def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
     assert check((batch, 7)) and seen == [id(batch)]
     assert not check((batch.astype(np.int32), 7))  # another object is checked, and fails
     assert check((batch, 7))  # a failed call leaves what passed before
+    # a group of arrays comes as a new tuple at each call: the same objects inside skip their checks too
+    check = compiled.arguments_check([{"tuple": [{"array": "int64", "ndim": 1, "readonly": False}, "int64"]}])
+    assert check(((model, 5),))
+    seen.clear()
+    assert check(((model, 5),)) and seen == []
+    assert check(((batch, 5),)) and seen  # another array inside: the group is checked
+    assert not check(((batch.astype(np.int32), 5),))
 
 
 

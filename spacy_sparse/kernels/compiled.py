@@ -190,12 +190,26 @@ def forget_arguments() -> None:
         last[0] = (None,) * n
 
 
+def same_objects(a: Any, b: Any) -> bool:
+    """Whether a is b, or both are tuples of the very same objects (entry kernels take groups of arrays as
+    tuples made afresh at each call, around a model's arrays that come back every time)."""
+    if a is b:
+        return True
+    if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if not same_objects(x, y):
+            return False
+    return True
+
+
 def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     """True when a call's arguments have exactly the described types.
 
     The arguments of the last call that passed are kept (references, so
     their ids cannot be reused), and an argument that is the very same
-    object again is not checked again: a model's arrays, templates and label
+    object again (or a tuple of the very same objects: same_objects) is not
+    checked again: a model's arrays, templates and label
     masks come back at every call, and checking them all made a short
     nlp(text) spend a tenth of its time here. An array keeps its dtype and
     layout for life; only its shape or writeable flag could be changed in
@@ -214,7 +228,7 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
             return False
         before = last[0]
         for c, a, b in zip(checks, args, before):
-            if a is not b and not c(a):
+            if not same_objects(a, b) and not c(a):
                 return False
         if remember:
             last[0] = tuple(args)
