@@ -182,7 +182,7 @@ def strubell(corpus: Path, out: Path, sizes: Sequence[int] = (6, 10, 15, 23)) ->
     from spacy.util import load_config, registry
 
     from spacy_sparse.bench import run_bench
-    from spacy_sparse.learn.ordering import gomp_order, group_lasso_order, wrapper_order
+    from spacy_sparse.learn.ordering import ProbeSettings, gomp_order, group_lasso_order, wrapper_order
     from spacy_sparse.readers import gold_token_examples
 
     tr, dev, te = corpus / "train.spacy", corpus / "dev.spacy", corpus / "test.spacy"
@@ -190,11 +190,11 @@ def strubell(corpus: Path, out: Path, sizes: Sequence[int] = (6, 10, 15, 23)) ->
     train_egs = list(gold_token_examples(nlp, tr))
     dev_egs = list(gold_token_examples(nlp, dev))
     base = registry.resolve({"t": {"@misc": "spacy_sparse.tagger_templates.v1"}})["t"]
-    quiet = lambda text: None  # noqa: E731
+    quiet = ProbeSettings(log=lambda text: None)
     orders = {
-        "wrapper": wrapper_order(train_egs, dev_egs, base, max_steps=max(sizes), log=quiet),
-        "group lasso": group_lasso_order(train_egs, base, log=quiet),
-        "GOMP": gomp_order(train_egs, base, max_steps=max(sizes), log=quiet),
+        "wrapper": wrapper_order(train_egs, dev_egs, base, quiet, max_steps=max(sizes)),
+        "group lasso": group_lasso_order(train_egs, base, quiet),
+        "GOMP": gomp_order(train_egs, base, quiet, max_steps=max(sizes)),
     }
     (out / "strubell").mkdir(parents=True, exist_ok=True)
     variants = [("all", len(base), base)] + [(m, k, o[:k]) for m, o in orders.items() for k in sizes]

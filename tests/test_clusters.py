@@ -320,13 +320,13 @@ def test_model_without_clusters_stores_no_table(ewt_refs):
 
 
 def test_template_orders_take_clusters(ewt_refs):
-    from spacy_sparse.learn.ordering import group_lasso_order
+    from spacy_sparse.learn.ordering import ProbeSettings, group_lasso_order
 
     nlp = spacy.blank("en")
     train = to_examples(nlp, ewt_refs["train"][:80])
     templates = list(TAGGER_TEMPLATES[:6]) + list(TAGGER_CLUSTER_TEMPLATES[:2])
     with pytest.raises(ValueError, match="reading word clusters"):
-        group_lasso_order(train, templates, train_words=1500, epochs=1, log=lambda m: None)
-    order = group_lasso_order(train, templates, train_words=1500, epochs=1, clusters="en_brown_1000",
-                              log=lambda m: None)
+        group_lasso_order(train, templates, ProbeSettings(train_words=1500, log=lambda m: None), epochs=1)
+    with_clusters = ProbeSettings(train_words=1500, clusters="en_brown_1000", log=lambda m: None)
+    order = group_lasso_order(train, templates, with_clusters, epochs=1)
     assert sorted(order) == sorted(templates)

@@ -11,14 +11,15 @@ def test_gomp_first_pick_maximizes_eq4(ewt_refs):
     """With no template chosen the residual is Y - 1/L; the first template
     GOMP adds must maximize Eq. 4, computed here from explicit one-hot
     matrices."""
-    from spacy_sparse.learn.ordering import _probe, gomp_order
+    from spacy_sparse.learn.ordering import ProbeSettings, _probe, gomp_order
 
     nlp = spacy.blank("en")
     train = to_examples(nlp, ewt_refs["train"][:40])
     templates = ["lower@0", "suf3@0", "shape@0", "is_title@0", "lower@-1+lower@0", "pre1@0"]
-    order = gomp_order(train, templates, train_words=0, alpha=0.4, log=lambda s: None)
+    settings = ProbeSettings(train_words=0, log=lambda s: None)
+    order = gomp_order(train, templates, settings, alpha=0.4)
     assert sorted(order) == sorted(templates)
-    _, probe, _, _, _ = _probe(train, templates, "sparse_tagger", None, "en")
+    _, probe, _, _, _ = _probe(train, templates, settings)
     keys, gold = probe.gold_feature_keys(train)
     keys, gold = keys[gold >= 0], gold[gold >= 0]
     n_labels = probe.sparse.n_labels

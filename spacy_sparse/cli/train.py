@@ -11,7 +11,7 @@ from wasabi import msg
 
 def cmd_order(args: argparse.Namespace) -> int:
     import spacy
-    from ..learn.ordering import gomp_order, group_lasso_order, wrapper_order
+    from ..learn.ordering import ProbeSettings, gomp_order, group_lasso_order, wrapper_order
     from ..readers import gold_token_examples
 
     nlp = spacy.blank(args.lang)
@@ -20,17 +20,17 @@ def cmd_order(args: argparse.Namespace) -> int:
     base = spacy.util.registry.resolve({"t": factory_cfg["templates"]})["t"]
     if args.templates:
         base = srsly.read_json(args.templates)
-    common = dict(factory=args.factory, lang=args.lang, train_words=args.train_words, seed=args.seed,
-                  clusters=args.clusters, log=msg.text)
+    probe = ProbeSettings(factory=args.factory, lang=args.lang, train_words=args.train_words, seed=args.seed,
+                          clusters=args.clusters, log=msg.text)
     start = time.time()
     if args.method == "wrapper":
         dev = list(gold_token_examples(nlp, args.dev, tags=args.tags))
-        order = wrapper_order(train, dev, base, dev_words=args.dev_words, epochs=args.epochs,
-                              max_steps=args.max_steps, **common)
+        order = wrapper_order(train, dev, base, probe, dev_words=args.dev_words, epochs=args.epochs,
+                              max_steps=args.max_steps)
     elif args.method == "group-lasso":
-        order = group_lasso_order(train, base, epochs=args.epochs, **common)
+        order = group_lasso_order(train, base, probe, epochs=args.epochs)
     else:
-        order = gomp_order(train, base, alpha=args.alpha, max_steps=args.max_steps, **common)
+        order = gomp_order(train, base, probe, alpha=args.alpha, max_steps=args.max_steps)
     srsly.write_json(args.output, order)
     msg.good(f"Wrote the {args.method} order of {len(order)} templates to {args.output} ({time.time() - start:.0f}s)")
     return 0

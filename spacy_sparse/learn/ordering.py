@@ -20,6 +20,7 @@ as the same ordering file (a JSON list of template names):
 """
 import math
 import random
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
@@ -31,6 +32,21 @@ from ..pipeline.settings import ACCURACY_KEYS
 from ..lexicon import ambiguity_classes
 from ..model import SparseLinearModel
 from ..pipeline.base import SparsePipe
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How every ordering method trains its probe models: the component
+    (`factory` with `config` over the candidate templates), the size of the
+    training sample, its seed, a word-cluster table, and where progress goes."""
+
+    factory: str = "sparse_tagger"
+    config: Optional[dict] = None
+    lang: str = "en"
+    train_words: int = 20000
+    seed: int = 0
+    clusters: Optional[str] = None
+    log: Callable[[str], None] = print
 
 
 def _take_words(examples: List[Example], n_words: int) -> List[Example]:
@@ -47,22 +63,17 @@ def wrapper_order(
     train: List[Example],
     dev: List[Example],
     templates: Sequence[str],
+    probe_settings: ProbeSettings = ProbeSettings(),
     *,
-    factory: str = "sparse_tagger",
-    config: Optional[dict] = None,
-    lang: str = "en",
-    train_words: int = 20000,
     dev_words: int = 10000,
     epochs: int = 2,
     max_steps: int = 0,
-    seed: int = 0,
-    clusters: Optional[str] = None,
-    log: Callable[[str], None] = print,
 ) -> List[str]:
     """Return `templates` reordered by forward selection on dev accuracy."""
-    train = _sample(train, train_words, seed)
+    factory, seed = probe_settings.factory, probe_settings.seed
+    train = _sample(train, probe_settings.train_words, seed)
     dev = _take_words(list(dev), dev_words)
-    nlp, probe, cfg, labels, classes = _probe(train, templates, factory, config, lang, clusters)
+    nlp, probe, cfg, labels, classes = _probe(train, templates, probe_settings)
     lexicon = probe.lexicon
     dev_docs = [eg.predicted for eg in dev]
 
@@ -87,7 +98,7 @@ def wrapper_order(
         best_score, _, best = max(results)
         chosen.append(best)
         remaining.remove(best)
-        log(f"{step + 1:>3} {best:<45} dev {best_score:.4f}")
+        probe_settings.log(f"{step + 1:>3} {best:<45} dev {best_score:.4f}")
     return chosen + remaining
 
 
@@ -98,37 +109,30 @@ def _sample(train: Sequence[Example], n_words: int, seed: int) -> List[Example]:
     return _take_words(train, n_words)
 
 
-def _probe(train: List[Example], templates: Sequence[str], factory: str, config: Optional[dict], lang: str,
-           clusters: Optional[str] = None):
+def _probe(train: List[Example], templates: Sequence[str], settings: ProbeSettings):
     """A pipe of `factory` over `templates` with the labels and ambiguity
     classes of `train` and an empty model (the examples' strings live in
     their vocab: the probe shares it)."""
     if not train:
         raise ValueError("No training examples to learn a template order from")
-    nlp = spacy.blank(lang, vocab=train[0].predicted.vocab)
-    cfg = {"mode": "full", "train_margin": 0.0, **(config or {})}
-    probe: SparsePipe = nlp.add_pipe(factory, name="probe", config={**cfg, "templates": list(templates)})
+    nlp = spacy.blank(settings.lang, vocab=train[0].predicted.vocab)
+    cfg = {"mode": "full", "train_margin": 0.0, **(settings.config or {})}
+    probe: SparsePipe = nlp.add_pipe(settings.factory, name="probe", config={**cfg, "templates": list(templates)})
     labels = probe._labels_from(train)
     classes = ambiguity_classes(probe._word_labels(train))
     probe._build_model(labels, None, classes)
-    probe.use_clusters(clusters, lang)  # candidates share the probe's lexicon, and so its clusters
+    probe.use_clusters(settings.clusters, settings.lang)  # candidates share the probe's lexicon, and so its clusters
     return nlp, probe, cfg, labels, classes
 
 
 def group_lasso_order(
     train: List[Example],
     templates: Sequence[str],
+    probe_settings: ProbeSettings = ProbeSettings(),
     *,
-    factory: str = "sparse_tagger",
-    config: Optional[dict] = None,
-    lang: str = "en",
-    train_words: int = 20000,
     epochs: int = 2,
     every: Optional[int] = None,
     group_weight: str = "log2",
-    seed: int = 0,
-    clusters: Optional[str] = None,
-    log: Callable[[str], None] = print,
 ) -> List[str]:
     """The group-lasso path order: sparseptron prox steps every `every`
     examples (default: enough for two steps per template) with a budget
@@ -136,8 +140,9 @@ def group_lasso_order(
     templates that stay nonzero longest come first (ties: larger |w_m|/d_m)."""
     from .sparseptron import SparseptronSettings, group_weights, prox_step, start_selection, template_norms
 
-    train = _sample(train, train_words, seed)
-    _, probe, _, _, _ = _probe(train, templates, factory, config, lang, clusters)
+    seed = probe_settings.seed
+    train = _sample(train, probe_settings.train_words, seed)
+    _, probe, _, _, _ = _probe(train, templates, probe_settings)
     model = probe._require_model()
     start_selection(model)
     n_tpl = len(model.templates)
@@ -163,7 +168,7 @@ def group_lasso_order(
     ratio = template_norms(model) / group_weights(model.tab_count, group_weight)
     ranked = sorted(range(n_tpl), key=lambda t: (-last_alive[t], -ratio[t], t))
     names = model.template_names
-    log(f"group lasso: {step} prox steps; first templates: {', '.join(names[t] for t in ranked[:8])}")
+    probe_settings.log(f"group lasso: {step} prox steps; first templates: {', '.join(names[t] for t in ranked[:8])}")
     return [names[t] for t in ranked]
 
 
@@ -190,17 +195,11 @@ class _OneHot:
 def gomp_order(
     train: List[Example],
     templates: Sequence[str],
+    probe_settings: ProbeSettings = ProbeSettings(),
     *,
-    factory: str = "sparse_tagger",
-    config: Optional[dict] = None,
-    lang: str = "en",
-    train_words: int = 20000,
     alpha: float = 0.4,
     refit_passes: int = 2,
     max_steps: int = 0,
-    seed: int = 0,
-    clusters: Optional[str] = None,
-    log: Callable[[str], None] = print,
 ) -> List[str]:
     """Regularized group OMP (Strubell Appendix B, Eq. 4) on the gold
     features of a training sample. Templates are one-hot, so X_i'X_i is the
@@ -210,8 +209,8 @@ def gomp_order(
     `refit_passes` backfitting passes over every chosen template."""
     if not 0 <= alpha <= 1:
         raise ValueError(f"GOMP alpha must be in [0, 1] (the paper uses 0.25-0.5), got {alpha}")
-    train = _sample(train, train_words, seed)
-    _, probe, _, _, _ = _probe(train, templates, factory, config, lang, clusters)
+    train = _sample(train, probe_settings.train_words, probe_settings.seed)
+    _, probe, _, _, _ = _probe(train, templates, probe_settings)
     keys, gold = probe.gold_feature_keys(train)
     keep = gold >= 0
     keys, gold = keys[keep], gold[keep]
@@ -247,7 +246,7 @@ def gomp_order(
             for t in chosen:
                 fit(t)
         acc = float(np.mean(scores.argmax(axis=1) == gold))
-        log(f"{step + 1:>3} {names[best]:<45} train accuracy {acc:.4f}")
+        probe_settings.log(f"{step + 1:>3} {names[best]:<45} train accuracy {acc:.4f}")
     rest = sorted(remaining, key=lambda t: (-gains.get(t, 0.0), t))
     return [names[t] for t in chosen + rest]
 

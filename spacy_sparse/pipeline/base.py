@@ -73,45 +73,18 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
     # every method has reached its last phase (reported as `sparse_compressed`)
     compression_done: Optional[bool] = None
 
-    def __init__(
-        self,
-        vocab: Vocab,
-        name: str,
-        *,
-        templates: List[str],
-        margin: Optional[float],
-        train_margin: float,
-        mode: str,
-        scorer: Optional[Callable],
-        margin_decay: float = COMMON_DEFAULTS["margin_decay"],
-        learner: str = COMMON_DEFAULTS["learner"],
-        learn_rate: float = COMMON_DEFAULTS["learn_rate"],
-        min_updates: int = COMMON_DEFAULTS["min_updates"],
-        min_count: int = COMMON_DEFAULTS["min_count"],
-        word_dropout: float = COMMON_DEFAULTS["word_dropout"],
-        n_threads: int = COMMON_DEFAULTS["n_threads"],
-        **extra_cfg: Any,
-    ):
+    def __init__(self, vocab: Vocab, name: str, *, templates: List[str], scorer: Optional[Callable],
+                 **settings: Any):
+        """`settings`: the common ones (settings.COMMON_DEFAULTS fills those not given) and the task's own,
+        all kept in `cfg`; the factories (factories.py) say which a config may hold."""
         check_kind(parse_templates(templates), self.template_kind, f"{type(self).__name__}")
         self.vocab = vocab
         self.name = name
         self.model = placeholder_model()
         self.scorer = scorer
-        self.cfg: Dict[str, Any] = check_common({
-            "templates": list(templates),
-            "margin": margin,
-            "margin_decay": margin_decay,
-            "train_margin": train_margin,
-            "mode": mode,
-            "learner": learner,
-            "learn_rate": learn_rate,
-            "min_updates": min_updates,
-            "min_count": min_count,
-            "word_dropout": word_dropout,
-            "n_threads": n_threads,
-            "labels": [],
-            **extra_cfg,
-        })
+        common = {key: settings.pop(key, default) for key, default in COMMON_DEFAULTS.items()}
+        # this key order is the order of the cfg a model file holds
+        self.cfg: Dict[str, Any] = check_common({"templates": list(templates), **common, "labels": [], **settings})
         self.sparse: Optional[SparseLinearModel] = None
         self.lexicon = Lexicon(vocab)
         # lowercase forms of the training data and their counts (initialize), for word_dropout
