@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from spacy.strings import get_string_id
 
-from .arrays import unique
+from .runtime.arrays import unique
 from .fields import array_field, zipped
 from .word_codes import FREQ_EDGES, Lemmas, casefreq_codes, wordnet_readings
 

@@ -29,7 +29,7 @@ import numpy as np
 from . import clusters as word_clusters
 from .fields import array_field, zipped
 from .row_groups import index_from_steps, len_dtype, names_a_label_twice, rows_grouped, steps_within
-from .kernels.compiled import expand_rows
+from .runtime.compiled import expand_rows
 from .kernels.layout import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
 
 if TYPE_CHECKING:

@@ -52,7 +52,7 @@ def cold_start(models: Sequence[str], runs: int = 5) -> Dict[str, Any]:
     With kernels compiled ahead of time (`compile-kernels`), each model
     with sparse components is timed with numba's jit as well (a "(jit)"
     row); another pipeline (spaCy's CNN) is a row of its own, for scale."""
-    from .kernels import compiled as compiled_kernels
+    from .runtime import compiled as compiled_kernels
 
     jit = dict(os.environ, SPACY_SPARSE_AOT="0")
     # row name -> (code, environment (None: ours), the model whose directory it loads)

@@ -15,7 +15,7 @@ import numpy
 from spacy.attrs import DEP, ENT_IOB, HEAD, ORTH, POS, SENT_START, SPACY, TAG
 from spacy.tokens import Doc
 
-from .kernels.compiled import find_pieces, join_pieces, put_pieces
+from .runtime.compiled import find_pieces, join_pieces, put_pieces
 
 # the columns json_line reads with one Doc.to_array; the first five (after the flags) key a piece
 _COLUMNS = [ORTH, SPACY, TAG, POS, DEP, HEAD, SENT_START, ENT_IOB]

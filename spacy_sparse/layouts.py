@@ -14,9 +14,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple,
 import numpy as np
 
 from . import codec
-from .kernels.compiled import hot_rows, narrow_table, scatter_rows, span_tables
+from .runtime.compiled import hot_rows, narrow_table, scatter_rows, span_tables
 from .kernels.layout import capacity_for, narrow_fits, new_table
-from .mapped import release_free_heap
+from .runtime.mapped import release_free_heap
 
 # rows per slice where whole-table temporaries would cost too much memory: a
 # parser slice's float64 temporaries (144 columns) stay under 10 MB each

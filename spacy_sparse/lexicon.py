@@ -26,8 +26,8 @@ from spacy.strings import get_string_id
 from spacy.vocab import Vocab
 
 from . import clusters as word_clusters
-from .arrays import unique
-from .kernels.compiled import fill_tables, find_many
+from .runtime.arrays import unique
+from .runtime.compiled import fill_tables, find_many
 from .kernels.layout import capacity_for, new_table
 from .templates import LEX_ATTRS
 

@@ -43,7 +43,7 @@ def load_default(name: str = "full", **kwargs):
     lemmatizer; UD noun chunks) or "tagger" (sparse_tagger alone, the smallest)."""
     import spacy
 
-    from . import preload
+    from .runtime import preload
 
     path = default_path(name)
     # the weights are decoded in a thread while spacy.load builds the tokenizer and the components (preload.py);
@@ -68,7 +68,7 @@ def load_pipeline(model: Union[str, Path], n_threads: int = 1):
     component set to label with `n_threads` threads."""
     import spacy
 
-    from . import preload
+    from .runtime import preload
     from .pipeline.base import SparsePipe
 
     path = resolve_model(model)

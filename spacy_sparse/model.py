@@ -28,12 +28,12 @@ import numpy as np
 
 from . import codec
 from .clusters import ClusterTable
-from .guard import ReadWriteGuard
-from .kernels.compiled import fill_tables, forget_arguments
+from .runtime.guard import ReadWriteGuard
+from .runtime.compiled import fill_tables, forget_arguments
 from .kernels.layout import capacity_for, new_table
 from .layouts import Layouts, empty_compact
 from .learner_state import AdmmPull, GroupScales
-from .mapped import release_free_heap
+from .runtime.mapped import release_free_heap
 from .templates import Template, compile_templates, parse_templates
 from .training_rows import Training
 

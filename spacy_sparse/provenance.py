@@ -19,7 +19,7 @@ def provenance() -> Dict[str, Any]:
     import spacy as _spacy
 
     from . import __version__
-    from .kernels import compiled
+    from .runtime import compiled
 
     root = Path(__file__).resolve().parent.parent
     try:

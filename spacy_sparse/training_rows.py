@@ -9,9 +9,9 @@ from typing import Any, List, Sequence, Tuple
 import numpy as np
 
 from . import codec
-from .kernels.compiled import fill_tables, scatter_rows
+from .runtime.compiled import fill_tables, scatter_rows
 from .kernels.layout import capacity_for, new_table
-from .mapped import grow_rows
+from .runtime.mapped import grow_rows
 
 # Training fills its feature tables up to this load (prediction's own tables, made at load or at an
 # evaluation, stay at one half): the parser's 0.15 GB of training tables at the end of a full EWT run are

@@ -1,4 +1,4 @@
-"""Kernels compiled ahead of time (kernels/compiled.py): same labels as the
+"""Kernels compiled ahead of time (runtime/compiled.py): same labels as the
 jit, never called with arguments they were not built for."""
 import json
 import os
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from spacy_sparse.kernels import compiled
+from spacy_sparse.runtime import compiled
 from conftest import EWT, ROOT, need
 
 # Labels every shipped pipeline (and one saved with float weights) writes for
@@ -20,7 +20,7 @@ import hashlib, sys
 import spacy
 from spacy.training.converters import conllu_to_docs
 import spacy_sparse
-from spacy_sparse.kernels import compiled
+from spacy_sparse.runtime import compiled
 lines = open(sys.argv[1], encoding="utf8").read().split("\n\n")[:300]
 texts = [d.text for d in conllu_to_docs("\n\n".join(lines) + "\n\n", n_sents=10, no_print=True)]
 texts += ["", "   ", "Two  spaces\n\nand a blank line."]
@@ -61,7 +61,7 @@ def test_compiled_kernels_label_as_the_jit_and_skip_numbas_compiler(tmp_path):
     # a truncated library (a build cut short, a full disk) or one writable by others is never mapped: the jit serves
     lib = tmp_path / index["libraries"][name]["file"]
     data = lib.read_bytes()
-    probe = [sys.executable, "-c", "from spacy_sparse.kernels import compiled; print(bool(compiled.COMPILED))"]
+    probe = [sys.executable, "-c", "from spacy_sparse.runtime import compiled; print(bool(compiled.COMPILED))"]
     lib.write_bytes(data[:len(data) // 2])
     cut = subprocess.run(probe, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert cut.returncode == 0 and cut.stdout.strip() == "False", cut.stderr[-2000:]
@@ -114,7 +114,7 @@ def test_the_build_key_covers_every_module_the_kernels_import():
     the build, or stale kernels run."""
     import re
 
-    from spacy_sparse.kernels import sources
+    from spacy_sparse.runtime import jit_cache as sources
 
     listed = {(sources.KERNEL_DIR / name).resolve() for name in sources.SOURCES}
     for name in sources.SOURCES:

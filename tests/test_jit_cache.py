@@ -1,4 +1,4 @@
-"""numba's on-disk cache and the kernel sources (kernels/sources.py): a
+"""numba's on-disk cache and the kernel sources (runtime/jit_cache.py): a
 kernel must not run the cached code of a callee in another module that has
 changed since."""
 import os
@@ -6,12 +6,12 @@ import subprocess
 import sys
 import textwrap
 
-from spacy_sparse.kernels.sources import SOURCES, STAMP, refresh_jit_cache, sources_digest
+from spacy_sparse.runtime.jit_cache import SOURCES, STAMP, refresh_jit_cache, sources_digest
 
 # A two-module kernel package like spacy_sparse.kernels: `outer` in a.py calls `inner` in b.py.
 INIT = """
 from pathlib import Path
-from spacy_sparse.kernels.sources import refresh_jit_cache
+from spacy_sparse.runtime.jit_cache import refresh_jit_cache
 if GUARD:
     refresh_jit_cache(Path(__file__).parent, ("a.py", "b.py"))
 """
@@ -67,7 +67,9 @@ def test_without_the_guard_numba_runs_the_old_callee(tmp_path):
 
 
 def test_refresh_keeps_a_cache_that_matches_and_tolerates_a_missing_one(tmp_path):
+    tmp_path = tmp_path / "package" / "kernels"  # the sources outside kernels/ are named from it ("../codes.py")
     for name in SOURCES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(f"# {name}\n")
     assert refresh_jit_cache(tmp_path) is False  # no __pycache__ yet: nothing to remove, the stamp is written
     assert (tmp_path / "__pycache__" / STAMP).read_text() == sources_digest(tmp_path)

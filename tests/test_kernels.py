@@ -449,7 +449,7 @@ def test_relayout_keeps_every_key_whether_its_table_grows_or_not():
 def test_training_grows_the_tables_in_place(monkeypatch):
     """Tables large enough to be mapped grow without a second copy (the map
     is resized, not replaced), and every feature keeps its row."""
-    from spacy_sparse import mapped
+    from spacy_sparse.runtime import mapped
     from spacy_sparse.kernels.hashing import table_find
     from spacy_sparse.model import SparseLinearModel
 
@@ -510,7 +510,8 @@ def test_leaf_kernels_return_no_array(ewt_refs, monkeypatch):
     from numba import njit
 
     import spacy_sparse
-    from spacy_sparse.kernels import compiled, hashing, parser, prefetch, scoring, sequence
+    from spacy_sparse.kernels import hashing, parser, prefetch, scoring, sequence
+    from spacy_sparse.runtime import compiled
     from spacy_sparse.pipeline import parser as parser_pipe
     from spacy_sparse.pipeline import sequence as sequence_pipe
 

@@ -197,7 +197,7 @@ def test_an_initialized_untrained_component_round_trips(factory, ewt_refs, tmp_p
 def test_row_arrays_grow_in_place_and_keep_their_rows():
     """Large training arrays grow inside an anonymous map enlarged in place; a live view of the old array
     forces a copy instead. Either way the old rows keep their values and the new ones are zero."""
-    from spacy_sparse.mapped import MIN_MAPPED_BYTES, _own_mapping, grow_rows
+    from spacy_sparse.runtime.mapped import MIN_MAPPED_BYTES, _own_mapping, grow_rows
 
     class Holder:
         pass

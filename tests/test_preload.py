@@ -1,4 +1,4 @@
-"""Weights decoded in a background thread while spacy.load builds the pipeline (preload.py): the same pipeline,
+"""Weights decoded in a background thread while spacy.load builds the pipeline (runtime/preload.py): the same pipeline,
 and any file that changed or is damaged is read again by its component."""
 import os
 import shutil
@@ -9,7 +9,7 @@ import pytest
 import spacy
 
 import spacy_sparse
-from spacy_sparse import preload
+from spacy_sparse.runtime import preload
 from spacy_sparse.loading import default_path, load_pipeline
 
 from conftest import EWT, need, read_conllu_slice

@@ -52,6 +52,6 @@ def test_spacy_blank_does_not_import_the_kernels():
             "heavy = [m for m in ('numba', 'spacy_sparse.model', 'spacy_sparse.kernels') if m in sys.modules]; "
             "assert not heavy, heavy; assert 'spacy_sparse.factories' in sys.modules; "
             "nlp.add_pipe('sparse_tagger'); assert 'spacy_sparse.model' in sys.modules; "
-            "from spacy_sparse.kernels import compiled; assert bool(compiled.COMPILED) != ('numba' in sys.modules)")
+            "from spacy_sparse.runtime import compiled; assert bool(compiled.COMPILED) != ('numba' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -51,7 +51,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     msg.good(f"Loaded the embedded en_ewt pipeline {args.pipeline!r} ({', '.join(nlp.pipe_names)}) "
              f"in {time.perf_counter() - start:.2f}s")
     _tag_sample(nlp, args.text or SAMPLE_TEXT)
-    from ..kernels import compiled
+    from ..runtime import compiled
 
     if not compiled.COMPILED:
         msg.info("The kernels ran through numba's jit: `python -m spacy_sparse compile-kernels` (once, under a "
@@ -249,12 +249,12 @@ def as_float_weights(nlp) -> None:
 
 def cmd_compile_kernels(args: argparse.Namespace) -> int:
     """Compile the kernels that loading and labelling call, ahead of time and
-    for this machine's CPU (spacy_sparse/kernels/compiled.py): a new process
+    for this machine's CPU (spacy_sparse/runtime/compiled.py): a new process
     then loads a pipeline without setting up numba's compiler."""
     # the jitted kernels must run, to record the argument types they are called with
     os.environ["SPACY_SPARSE_AOT"] = "0"
     from ..jsonl import json_line
-    from ..kernels import compiled
+    from ..runtime import compiled
 
     if compiled.COMPILED:
         raise ValueError("compile-kernels must run in a process that has not loaded compiled kernels")

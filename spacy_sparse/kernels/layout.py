@@ -2,14 +2,14 @@
 status codes, layout constants, and the numpy helpers that plan a batch.
 
 Loading a pipeline and labelling with kernels compiled ahead of time
-(compiled.py) import this module and no numba one, so a new process does
+(runtime/compiled.py) import this module and no numba one, so a new process does
 not pay numba's import; the kernel modules import these names from here.
 """
 from typing import Optional, Tuple
 
 import numpy as np
 
-from ..arrays import unique
+from ..runtime.arrays import unique
 
 
 def new_table(n_slots: int) -> np.ndarray:

@@ -4,7 +4,7 @@ Numba types a named tuple by its fields, so a kernel that takes one is
 compiled for each combination of field types, exactly as for the separate
 arguments it replaces: the names only say which array is which. The entry
 kernels (those Python calls) take plain tuples, which the ahead-of-time
-build describes and checks (compiled.py), and name them once inside.
+build describes and checks (runtime/compiled.py), and name them once inside.
 
 A field that may be None (a stop rule's thresholds) is passed on to a leaf
 as an argument of its own where a branch tests it: numba drops the branch a

@@ -9,7 +9,7 @@ from spacy.attrs import ORTH, SENT_START
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..arrays import unique
+from ..runtime.arrays import unique
 from ..lexicon import Lexicon
 
 # below this many tokens per thread, threads cost more than they save

@@ -26,7 +26,7 @@ from spacy.vocab import Vocab
 from .. import noun_chunks
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
 from ..templates import has_move_atom, parse_templates
-from ..kernels.compiled import predict_parse
+from ..runtime.compiled import predict_parse
 from ..kernels.layout import LOOKAHEAD
 from ..model import SparseLinearModel
 from ..checks import check_number

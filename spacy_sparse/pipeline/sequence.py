@@ -14,7 +14,7 @@ from spacy.attrs import SPACY, TAG
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..kernels.compiled import predict_sequence, word_rows, word_sums
+from ..runtime.compiled import predict_sequence, word_rows, word_sums
 from ..kernels.layout import UNSET, word_columns, word_slots
 from ..model import SparseLinearModel
 from ..templates import HISTORY_ATTRS, compile_templates, parse_templates

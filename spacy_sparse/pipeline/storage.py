@@ -11,7 +11,8 @@ from typing import Any, Dict, Iterable, Optional, Sequence
 import srsly
 from spacy import util
 
-from .. import codec, preload
+from .. import codec
+from ..runtime import preload
 from ..model import SparseLinearModel
 from ..templates import check_kind
 from .settings import check_common

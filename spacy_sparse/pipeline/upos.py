@@ -23,7 +23,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from ..kernels.compiled import upos_lookup
+from ..runtime.compiled import upos_lookup
 from ..kernels.layout import UPOS_MUL
 
 FORMAT = "spacy-sparse-upos"

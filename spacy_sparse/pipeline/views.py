@@ -23,7 +23,7 @@ from spacy.parts_of_speech import SPACE
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..arrays import unique
+from ..runtime.arrays import unique
 from ..codes import LEX_COLUMN
 from ..lexicon import Lexicon
 from .batching import DocColumns

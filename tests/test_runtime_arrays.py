@@ -1,8 +1,8 @@
-"""spacy_sparse.arrays: np.unique's results without its first-call import."""
+"""spacy_sparse.runtime.arrays: np.unique's results without its first-call import."""
 import numpy as np
 import pytest
 
-from spacy_sparse.arrays import unique
+from spacy_sparse.runtime.arrays import unique
 
 
 @pytest.mark.parametrize("values", [

@@ -16,7 +16,7 @@ kernel runs: the same code, so the same results (a test compares both on EWT).
 Nothing here imports numba unless a kernel falls back to the jit: with a
 build, a process that loads and labels never imports it (another 0.15 s).
 
-A build is keyed by a hash of the kernels' sources (sources.py: every module
+A build is keyed by a hash of the kernels' sources (jit_cache.py: every module
 whose code or constants they compile), the numba, numpy and Python versions
 and the CPU's model and flags; one built for other sources or another
 processor is never loaded. Its index records each library's file, size and
@@ -47,9 +47,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .sources import sources_digest
+from .jit_cache import KERNEL_DIR, sources_digest
 
-KERNEL_DIR = Path(__file__).parent
 ENV_SWITCH = "SPACY_SPARSE_AOT"
 ENV_DIR = "SPACY_SPARSE_AOT_DIR"
 # the kernels compiled without AVX-512 (aot_features), in a library of their own; the names of that set are part
@@ -310,7 +309,7 @@ COMPILED = _load()
 
 def jitted(name: str) -> Callable:
     """The numba dispatcher of entry kernel `name` (imports numba)."""
-    return getattr(importlib.import_module(f"{__package__}.{ENTRY_KERNELS[name]}"), name)
+    return getattr(importlib.import_module(f"spacy_sparse.kernels.{ENTRY_KERNELS[name]}"), name)
 
 
 def prefer(name: str) -> Callable:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, Optional, Tuple
 
 if TYPE_CHECKING:
-    from .model import SparseLinearModel
+    from ..model import SparseLinearModel
 
 # the factories whose components keep their weights in a `model` file (sparse_upos has none)
 WEIGHTED_FACTORIES = frozenset({"sparse_tagger", "sparse_senter", "sparse_parser", "sparse_ner", "sparse_morphologizer",
@@ -71,8 +71,8 @@ def weight_files(pipeline: Path, exclude: Iterable[str] = ()) -> Iterator[Path]:
 
 
 def _decode(path: Path) -> "SparseLinearModel":
-    from .codec import read_model_file
-    from .model import SparseLinearModel
+    from ..codec import read_model_file
+    from ..model import SparseLinearModel
 
     return SparseLinearModel.from_bytes(read_model_file(path))
 
