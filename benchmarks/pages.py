@@ -274,7 +274,28 @@ def breakdowns(found: Sequence[Dict[str, Any]]) -> str:
         if all(other):
             text += "; the compared pipeline: " + per_word(other)
         text += "."
+    floors = [run.get("component_floors") for run in found]
+    if all(floors) and all(own):
+        text += "\n\n" + floor_text(own, floors)
     return text
+
+
+def floor_text(speeds: Sequence[Dict[str, float]], floors: Sequence[Dict[str, Dict[str, float]]]) -> str:
+    """Each sparse component's time beside the floor of its memory reads (spacy_sparse/floors.py)."""
+    parts = []
+    for name in floors[0]:
+        measured = [1e6 / run[name] for run in speeds]
+        l1 = [f[name]["l1_us_per_word"] for f in floors]
+        spread = [f[name]["spread_us_per_word"] for f in floors]
+        lines = span([f[name]["lines_per_word"] for f in floors], "{:.0f}")
+        mb = floors[0][name]["table_bytes"] / 1e6
+        parts.append(f"`{name}` {span(measured, '{:.2f}')} us, floor {span(l1, '{:.2f}')} us in L1 and "
+                     f"{span(spread, '{:.2f}')} us spread ({lines} lines per word over {mb:.1f} MB; the time is "
+                     f"{min(measured) / max(spread):.1f}× the spread floor)")
+    return ("Distance to the machine's limit: each component's time per word (as above) against the floor of its "
+            "memory reads alone, the cache lines its decisions read (for every template scored, the slot its key "
+            "probes and its weight row) read with no arithmetic, timed in the same run, from all in L1 to all "
+            "spread at random over arrays of its tables' size (`spacy_sparse/floors.py`): " + ", ".join(parts) + ".")
 
 
 def found_share(counts: Dict[str, int]) -> str:

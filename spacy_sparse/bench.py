@@ -18,6 +18,7 @@ from spacy.training import Example
 
 from .boundaries import boundary_recall
 from .costs import COLD_SENTENCE
+from .floors import component_floors
 from .kernels.rows import HOT, span_values
 from .loading import load_pipeline
 from .pipeline.base import SparsePipe
@@ -294,6 +295,7 @@ def run_bench(
                               "pipeline_bytes": directory_bytes(model),
                               "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
     result["component_words_per_second"] = component_speeds(nlp, docs, repeat)
+    result["component_floors"] = component_floors(nlp, docs, repeat)
     texts = sentence_texts(references) if calls else []
     if calls:
         time_calls(nlp, texts[:50], 1)

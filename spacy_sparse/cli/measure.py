@@ -44,6 +44,10 @@ def print_breakdowns(result: Dict[str, Any]) -> None:
     msg.text("time per word by component, as it loads: " + time_shares(result["component_words_per_second"]))
     if other.get("component_words_per_second"):
         msg.text(f"  {other['model']}: " + time_shares(other["component_words_per_second"]))
+    for name, floor in (result.get("component_floors") or {}).items():
+        msg.text(f"  {name}: {1e6 / result['component_words_per_second'][name]:.2f} us; memory-only floor "
+                 f"{floor['l1_us_per_word']:.2f} us in L1, {floor['spread_us_per_word']:.2f} us spread over "
+                 f"{floor['table_bytes'] / 1e6:.1f} MB ({floor['lines_per_word']:.0f} lines per word)")
     own = next((r for r in result["rows"] if r["margin"] == result["own_margin"]
                 and r["margin_decay"] == result["own_margin_decay"]), None)
     if own is None or "boundaries" not in own:

@@ -20,7 +20,7 @@ KERNEL_DIR = Path(__file__).parent.parent / "kernels"
 # every file whose code or constants end up inside a compiled kernel (paths from this directory: the
 # constants the kernels share with Python live in the package's codes.py)
 SOURCES = ("layout.py", "jit.py", "prefetch.py", "hashing.py", "rows.py", "structs.py", "scoring.py", "learner.py",
-           "history.py",
+           "history.py", "floor.py",
            "sequence.py", "arc_hybrid.py", "parser.py", "upos.py", "jsonl.py", "../codes.py", "../runtime/arrays.py")
 STAMP = "spacy_sparse_sources.sha256"
 
