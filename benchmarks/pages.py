@@ -243,6 +243,12 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
             text += f", {span([x['ratio_vs_compare'] for x in calls], '{:.1f}', '×')} the compared pipeline " \
                     f"called the same way ({span([x['compare_words_per_second'] for x in calls])} words/s)"
         text += "."
+        splits = [x.get("split") for x in calls]
+        if all(splits):
+            parts = [(k, span([x[f"{k}_us"] for x in splits], "{:,.0f}", " us")) for k in
+                     ("total", "tokenizer", "kernels", "rest")]
+            text += f" A call takes {parts[0][1]}: the tokenizer {parts[1][1]}, our kernels {parts[2][1]}, and " \
+                    f"{parts[3][1]} the rest, the Python around the kernels and spaCy's own calls (`spacy_sparse/calls.py`)."
     return text + breakdowns(found)
 
 

@@ -17,6 +17,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from .boundaries import boundary_recall
+from .calls import call_split
 from .costs import COLD_SENTENCE
 from .floors import component_floors
 from .kernels.rows import HOT, span_values
@@ -299,7 +300,8 @@ def run_bench(
     texts = sentence_texts(references) if calls else []
     if calls:
         time_calls(nlp, texts[:50], 1)
-        result["calls"] = {"texts": len(texts), "words_per_second": time_calls(nlp, texts, repeat)}
+        result["calls"] = {"texts": len(texts), "words_per_second": time_calls(nlp, texts, repeat),
+                           "split": call_split(nlp, texts, repeat)}
     if compare:
         result["compare"], other = compared(compare, nlp.lang, references, text, sents, tags, repeat,
                                             rows[0]["metric"])

@@ -96,6 +96,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if "ratio_vs_compare" in calls:
             line += f", {calls['ratio_vs_compare']:.1f}x {result['compare']['model']} ({calls['compare_words_per_second']:,.0f})"
         msg.text(line)
+        split = calls.get("split")
+        if split:
+            msg.text(f"  per call: {split['total_us']:,.0f} us, tokenizer {split['tokenizer_us']:,.0f}, kernels "
+                     f"{split['kernels_us']:,.0f}, the rest {split['rest_us']:,.0f}")
     write_result(args.json, result)
     if args.plot:
         from ..plots import plot_bench
