@@ -161,6 +161,8 @@ def test_arguments_are_checked_before_a_compiled_kernel_runs():
     check = compiled.arguments_check(specs)
     good = np.zeros(3, dtype=np.int64)
     rows = np.zeros((2, 3), dtype=np.float32)
+    assert not check((None, 5, True, None, (rows, 0.5)))  # before any call passed, too
+    assert not check((good, 5, True, None, (None, 0.5)))
     assert check((good, 5, True, None, (rows, 0.5)))
     assert check((good, np.int64(5), np.bool_(False), None, (rows[:1], 1.0)))
     assert not check((good.astype(np.int32), 5, True, None, (rows, 0.5)))  # same item size or not: no

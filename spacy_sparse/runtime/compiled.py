@@ -174,6 +174,34 @@ def _value_check(spec: Any) -> Callable[[Any], bool]:
     return check
 
 
+def _checker(spec: Any) -> Callable[[Any, Any], bool]:
+    """check(value, last): whether `value` has the described type, where any part of it that is the very object
+    in the same place of `last` (the last passing call's argument) is taken as checked. A group of arrays comes
+    as a new tuple at each call around a model's arrays that come back every time, so only its new members are
+    looked at, in one pass."""
+    if isinstance(spec, dict) and "tuple" in spec:
+        parts = [_checker(part) for part in spec["tuple"]]
+        n = len(parts)
+        unknown = (_NOTHING,) * n
+
+        def check(value: Any, last: Any) -> bool:
+            if value is last:
+                return True
+            if type(value) is not tuple or len(value) != n:
+                return False
+            if type(last) is not tuple or len(last) != n:
+                last = unknown
+            for c, v, b in zip(parts, value, last):
+                if not c(v, b):
+                    return False
+            return True
+        return check
+    leaf = _value_check(spec)
+    return lambda value, last: value is last or leaf(value)
+
+
+# stands for "no last call" (None could be an argument)
+_NOTHING = object()
 # what each remembering check holds: [last call's arguments] and how many there are (forget_arguments)
 _MEMORIES: List[Tuple[List[Tuple[Any, ...]], int]] = []
 
@@ -186,20 +214,7 @@ def forget_arguments() -> None:
     until the next evaluation makes new ones beside them. The next call of
     each kernel checks its arguments afresh (microseconds)."""
     for last, n in _MEMORIES:
-        last[0] = (None,) * n
-
-
-def same_objects(a: Any, b: Any) -> bool:
-    """Whether a is b, or both are tuples of the very same objects (entry kernels take groups of arrays as
-    tuples made afresh at each call, around a model's arrays that come back every time)."""
-    if a is b:
-        return True
-    if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if not same_objects(x, y):
-            return False
-    return True
+        last[0] = (_NOTHING,) * n
 
 
 def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
@@ -207,8 +222,8 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
 
     The arguments of the last call that passed are kept (references, so
     their ids cannot be reused), and an argument that is the very same
-    object again (or a tuple of the very same objects: same_objects) is not
-    checked again: a model's arrays, templates and label
+    object again, or a group holding some of the very same objects, is not
+    checked again for those (_checker): a model's arrays, templates and label
     masks come back at every call, and checking them all made a short
     nlp(text) spend a tenth of its time here. An array keeps its dtype and
     layout for life; only its shape or writeable flag could be changed in
@@ -216,18 +231,17 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     False (the kernels that run once per loaded model, whose arguments are
     that load's temporaries: ONE_SHOT) nothing is kept, so those go when
     the load is done (they held 40 MB of the shipped pipeline)."""
-    checks = [_value_check(spec) for spec in specs]
+    checks = [_checker(spec) for spec in specs]
     n = len(checks)
-    last: List[Tuple[Any, ...]] = [(None,) * n]
+    last: List[Tuple[Any, ...]] = [(_NOTHING,) * n]
     if remember:
         _MEMORIES.append((last, n))
 
     def check(args: Sequence[Any]) -> bool:
         if len(args) != n:
             return False
-        before = last[0]
-        for c, a, b in zip(checks, args, before):
-            if not same_objects(a, b) and not c(a):
+        for c, a, b in zip(checks, args, last[0]):
+            if not c(a, b):
                 return False
         if remember:
             last[0] = tuple(args)
