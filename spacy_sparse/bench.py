@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
@@ -19,8 +18,7 @@ from spacy.training import Example
 from .boundaries import boundary_recall
 from .calls import call_split
 from .costs import COLD_SENTENCE
-from .floors import component_floors
-from .kernels.rows import HOT, span_values
+from .floors import component_floors, weight_row_bytes
 from .loading import load_pipeline
 from .pipeline.base import SparsePipe
 from .pipeline.settings import ACCURACY_KEYS, check_margin_decay
@@ -104,26 +102,6 @@ def given_sentence_starts(doc: Doc, ref: Doc) -> Doc:
     for token in doc:
         token.is_sent_start = token.idx in starts or token.i == 0
     return doc
-
-
-def weight_row_bytes(pipe: SparsePipe) -> float:
-    """Bytes of weights one template's row costs a prediction: a dense
-    float32 row of every label (taggers, NER), or for the parser the
-    average row of its packed layout (8-byte (label, value) pairs or 2-byte
-    coded entries, and a dense float32 row for each hot row,
-    SparseLinearModel.packed)."""
-    model = pipe.sparse
-    if model is None:
-        return 0.0
-    if getattr(pipe, "template_kind", "sequence") == "state":
-        tab, _, _, lc, _, _ = model.packed()
-        counts = np.sort(np.diff(model.compact()[0]))
-        if counts.size == 0:
-            return 0.0
-        n_hot = int((span_values(tab) >= HOT).sum())
-        cold = counts[: counts.size - n_hot].sum() * (2.0 if lc.size else 8.0)
-        return float(cold + n_hot * 4.0 * model.n_labels) / counts.size
-    return 4.0 * model.n_labels
 
 
 def time_pipe(nlp: Language, docs: List[Doc], repeat: int) -> float:

@@ -19,6 +19,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from .kernels.prefetch import LINE
+from .kernels.rows import HOT, span_values
 from .pipeline.base import SparsePipe
 
 # an L1 data cache's size or less, on any machine we know
@@ -29,11 +30,29 @@ BLOCK = 8
 MAX_TEMPLATES = 4_000_000
 
 
+def weight_row_bytes(pipe: SparsePipe) -> float:
+    """Bytes of weights one template's row costs a prediction: a dense
+    float32 row of every label (taggers, NER), or for the parser the
+    average row of its packed layout (8-byte (label, value) pairs or 2-byte
+    coded entries, and a dense float32 row for each hot row,
+    SparseLinearModel.packed)."""
+    model = pipe.sparse
+    if model is None:
+        return 0.0
+    if getattr(pipe, "template_kind", "sequence") == "state":
+        tab, _, _, lc, _, _ = model.packed()
+        counts = np.sort(np.diff(model.compact()[0]))
+        if counts.size == 0:
+            return 0.0
+        n_hot = int((span_values(tab) >= HOT).sum())
+        cold = counts[: counts.size - n_hot].sum() * (2.0 if lc.size else 8.0)
+        return float(cold + n_hot * 4.0 * model.n_labels) / counts.size
+    return 4.0 * model.n_labels
+
+
 def layout_bytes(pipe: SparsePipe) -> Tuple[int, int, float]:
     """The bytes of the component's prediction tables (hash slots) and weights, and the mean bytes of the
     weights one template's row holds."""
-    from .bench import weight_row_bytes
-
     model = pipe.sparse
     if getattr(pipe, "template_kind", "sequence") == "state":
         ptab, _, lv, lc, book, dense = model.packed()
