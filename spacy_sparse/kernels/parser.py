@@ -29,11 +29,11 @@ from numba import njit
 
 from .arc_hybrid import (action_costs, apply_move, apply_tracked, fill_valid, new_state, resolve_slots,
                          write_output)
-from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix, prefetch_home
+from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .jit import leaf
 from .learner import prefix_train_step, score_counted, train_scratch
-from .scoring import (LOOKAHEAD, NEG_INF, add_block, block_end, decided, leads, margin_at, open_scores, probe_block,
-                      score_block)
+from .scoring import (LOOKAHEAD, NEG_INF, add_block, block_end, decided, leads, margin_at, open_scores,
+                      prefetch_slots, probe_block, score_block)
 from .structs import Arcs, Decision, GoldTree, Hinge, Learner, ParserSpec, Tokens, Weights
 
 from ..codes import (AT_ROOT, LEFT, N_SLOTS, NO_TOKEN, RIGHT, ROOT, SHIFT, ST_DEP, ST_LSET, ST_LV, ST_MOVE,
@@ -232,8 +232,7 @@ def prepare_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move, weig
     if t0 >= t1:
         return
     state_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move)
-    for t in range(t0, t1):
-        prefetch_home(weights.tab, weights.tab_off[t], weights.tab_off[t + 1] - weights.tab_off[t], keys[t])
+    prefetch_slots(weights.tab, weights.tab_off, keys, t0, t1)
 
 
 @njit(cache=True, nogil=True)

@@ -236,6 +236,15 @@ def add_coded(scores, lc, book, span):
 
 
 @leaf
+def prefetch_slots(tab, tab_off, keys, t0, t1):
+    """Ask for the home slot of each key of templates t0..t1-1 (a key 0 has
+    its row already: nothing to ask for)."""
+    for t in range(t0, t1):
+        if keys[t] != 0:
+            prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
+
+
+@leaf
 def probe_block(keys, t0, t1, weights, ahead, at):
     """Look up the table entries of templates t0..t1-1 into ahead[at:], and
     ask for the weights each found (a packed layout's: a span of entries,
@@ -296,9 +305,7 @@ def score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand):
     """
     tab, tab_off, W, book, packed = weights.tab, weights.tab_off, weights.W, weights.book, weights.packed
     if t1 - t0 > LOOKAHEAD:  # a decision's whole set (no margin): every first slot is asked for before any probe
-        for t in range(t0, t1):
-            if keys[t] != 0:
-                prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
+        prefetch_slots(tab, tab_off, keys, t0, t1)
     for t in range(t0, t1):
         if keys[t] != 0:  # 0: the task put the row in `ahead` already
             # any negative entry (absent, or waiting under min-update) adds nothing below
@@ -306,7 +313,7 @@ def score_block(keys, t0, t1, weights, margin, thr, scores, ahead, done, cand):
     if packed:
         add_block(scores, weights, ahead, 0, t1 - t0)
         if margin >= 0.0:
-            done, cand = leads(scores, margin if thr is None else thr[t1 - 1])
+            done, cand = leads(scores, margin_at(margin, thr, t1 - 1))
         return t1 - t0, done, cand
     prefetch_rows(W, ahead, t1 - t0)  # dense rows are mostly trips to memory: start them all before adding any
     for t in range(t0, t1):
