@@ -139,11 +139,12 @@ make_sparse_senter = _register(
 
 DEFAULT_PARSER_CONFIG = _defaults("spacy_sparse.parser_templates.v1", "spacy.parser_scorer.v1",
                                   explore=0.9, explore_after=100_000, min_lifted=10, whole_docs=0.5, stray=0.0,
-                                  tag_noise=0.0)
+                                  tag_noise=0.0, beam_width=1, beam_density=0.0, beam_after=0)
 make_sparse_parser = _register(
     "sparse_parser", "parser:SparseParser",
     [("explore", float), ("explore_after", int), ("min_lifted", int), ("whole_docs", float), ("stray", float),
-     ("tag_noise", float)],
+     ("tag_noise", float), ("beam_width", int), ("beam_density", float),
+     ("beam_after", int)],
     """Create a sparse dependency parser.
 
     templates (List[str]): parser templates (slots such as S0, B0, S0L) in
@@ -165,6 +166,14 @@ make_sparse_parser = _register(
     tag_noise (float): share of training tokens whose tag the parser reads as
         another tag their word had in the training data, so that it learns to
         parse around a tagger's errors; 0 reads the tags as they are.
+    beam_width (int): items in the beam when parsing (1: greedy, the default).
+    beam_density (float): a beam keeps a candidate only while exp(its score
+        minus the best candidate's) is at least this (as spaCy's beam
+        parser, with scores read as log-probabilities); 0 keeps the width.
+        Training with beam_width above 1 is global (max-violation updates
+        over the beam) once `beam_after` training words were seen, greedy
+        with the dynamic oracle before.
+    beam_after (int): training words seen before beam training starts.
     scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
     """,
     assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],

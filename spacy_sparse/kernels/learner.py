@@ -287,10 +287,7 @@ def update_prefixes(work, t0, n_viol, gold, learner):
     gradients of the violating prefixes that contain it (those ending at t
     or later): walk templates from the last violation down, adding each
     violation as it is reached."""
-    tab, tab_off, tab_count, row_tpl, n_rows, pending = learner.tables
-    W, U, G, updates, scale, norm2, target, stamp = learner.state
-    adagrad, lr, min_updates, closed, pull = learner.params
-    step = learner.steps[0]
+    scale = learner.state[4]
     viol_t, viol_y, grad, touched, rows = work.viol_t, work.viol_y, work.grad, work.touched, work.rows
     n_touched = 1
     touched[0] = gold
@@ -309,21 +306,33 @@ def update_prefixes(work, t0, n_viol, gold, learner):
             grad[gold] += 1.0
             grad[y] -= 1.0
             v -= 1
-        if scale[t] == 0.0:
-            continue
-        r = rows[t]
-        if r < 0:
-            if closed:
-                continue
-            r = take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, t, work.keys[t], min_updates)
-            rows[t] = r
-            if r < 0:
-                continue
-            if pull < 1.0:
-                stamp[r] = step
-        elif pull < 1.0 and updates[r] < min_updates:
-            catch_up(W, U, target, stamp, r, step, pull)
-        norm2[t] += apply_gradient(W, U, G, r, grad, touched, n_touched, step, adagrad, lr, scale[t])
-        updates[r] += 1
+        if scale[t] != 0.0:
+            rows[t] = update_feature(work, t, rows[t], n_touched, learner)
     for k in range(n_touched):
         grad[touched[k]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def update_feature(work, t, r, n_touched, learner):
+    """Apply work.grad (over the labels in work.touched[:n_touched]) to the
+    feature of template t whose key is work.keys[t] and whose row is r (-1:
+    none yet, so take_update counts the update and makes the row at the
+    min_updates-th); returns the feature's row (-1: still waiting, or
+    `closed`)."""
+    tab, tab_off, tab_count, row_tpl, n_rows, pending = learner.tables
+    W, U, G, updates, scale, norm2, target, stamp = learner.state
+    adagrad, lr, min_updates, closed, pull = learner.params
+    step = learner.steps[0]
+    if r < 0:
+        if closed:
+            return r
+        r = take_update(tab, tab_off, tab_count, row_tpl, n_rows, pending, updates, t, work.keys[t], min_updates)
+        if r < 0:
+            return r
+        if pull < 1.0:
+            stamp[r] = step
+    elif pull < 1.0 and updates[r] < min_updates:
+        catch_up(W, U, target, stamp, r, step, pull)
+    norm2[t] += apply_gradient(W, U, G, r, work.grad, work.touched, n_touched, step, adagrad, lr, scale[t])
+    updates[r] += 1
+    return r

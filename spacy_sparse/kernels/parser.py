@@ -338,15 +338,22 @@ def oracle_target(work, n_move, learner, cost, least):
     target nor a violation."""
     score_counted(work, 0, n_move, learner)
     scores, valid = work.scores, work.valid
+    g = gold_action(scores, valid, cost, least)
+    for y in range(scores.shape[0]):
+        if y != g and cost[y] == least:
+            valid[y] = 0
+    return g
+
+
+@njit(cache=True, nogil=True)
+def gold_action(scores, valid, cost, least):
+    """The best-scoring least-cost valid action (the first on ties)."""
     g = -1
     best = NEG_INF
     for y in range(scores.shape[0]):
         if valid[y] and cost[y] == least and (g < 0 or scores[y] > best):
             g = y
             best = scores[y]
-    for y in range(scores.shape[0]):
-        if y != g and cost[y] == least:
-            valid[y] = 0
     return g
 
 

@@ -35,6 +35,9 @@ from .actions import MOVES, action_names, label_order, parse_action, split_actio
 from .base import SparsePipe
 from .batching import DocBatch, DocColumns
 
+BEAM_JOINT = ("beam_width above 1 needs joint actions (a template set without 'move' atoms); "
+              "this parser decides moves and labels apart")
+
 # what the parser reads of each doc besides ORTH and SENT_START (batching.DocColumns)
 PARSER_READS = (TAG, POS)
 
@@ -47,6 +50,10 @@ def _check_count(value: Any, what: str) -> int:
     return check_number(value, what, whole=True, low=0)
 
 
+def _check_width(value: Any, what: str) -> int:
+    return check_number(value, what, whole=True, low=1)
+
+
 class SparseParser(SparsePipe):
     """Assigns heads, dependency labels and sentence boundaries."""
 
@@ -57,9 +64,11 @@ class SparseParser(SparsePipe):
 
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
-                 stray: float = 0.0, tag_noise: float = 0.0, **kwargs: Any):
+                 stray: float = 0.0, tag_noise: float = 0.0, beam_width: int = 1, beam_density: float = 0.0,
+                 beam_after: int = 0, **kwargs: Any):
         own = self._checked_own({"explore": explore, "explore_after": explore_after, "min_lifted": min_lifted,
-                                 "whole_docs": whole_docs, "stray": stray, "tag_noise": tag_noise})
+                                 "whole_docs": whole_docs, "stray": stray, "tag_noise": tag_noise,
+                                 "beam_width": beam_width, "beam_density": beam_density, "beam_after": beam_after})
         super().__init__(vocab, name, **own, **kwargs)
         noun_chunks.install(vocab)  # doc.noun_chunks reads UD labels (noun_chunks.py)
         self._deps: List[str] = []
@@ -71,7 +80,8 @@ class SparseParser(SparsePipe):
     def _checked_own(cfg: Dict[str, Any]) -> Dict[str, Any]:
         """The parser's own settings present in `cfg`, checked (ValueError)."""
         checks = {"explore": _check_fraction, "explore_after": _check_count, "min_lifted": _check_count,
-                  "whole_docs": _check_fraction, "stray": _check_fraction, "tag_noise": _check_fraction}
+                  "whole_docs": _check_fraction, "stray": _check_fraction, "tag_noise": _check_fraction,
+                  "beam_width": _check_width, "beam_density": _check_fraction, "beam_after": _check_count}
         return {key: checks[key](value, key) for key, value in cfg.items() if key in checks}
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
@@ -244,10 +254,20 @@ class SparseParser(SparsePipe):
         columns, spec, layout = (batch.lex_rows, batch.lex, tags, poss), self._spec(model), \
             (ptab_off, ptab, W, lv, lc, book, True)
 
+        width = int(self.cfg.get("beam_width", 1))
+        beam = (width, beam_gap(self.cfg.get("beam_density", 0.0)))
+        if width > 1:
+            if self.split:
+                raise ValueError(BEAM_JOINT)
+            from ..kernels.beam import predict_parse_beam  # an option: the default pipeline loads no numba
+
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
             first = int(np.searchsorted(batch.seg_off, seg_off[0]))
-            predict_parse(columns, (seg_off, single[first:first + len(seg_off) - 1]), spec, layout, (margin, thr),
-                          (heads, labels, used))
+            segments = (seg_off, single[first:first + len(seg_off) - 1])
+            if width > 1:
+                predict_parse_beam(columns, segments, spec, layout, (margin, thr), beam, (heads, labels, used))
+            else:
+                predict_parse(columns, segments, spec, layout, (margin, thr), (heads, labels, used))
 
         self._over_segments(batch, parse)
         self._record_usage(used)
@@ -285,6 +305,18 @@ class SparseParser(SparsePipe):
         lex_rows, lex = self._word_dropout(model, batch)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
+        width = int(self.cfg.get("beam_width", 1))
+        if width > 1 and self._words_seen >= self.cfg.get("beam_after", 0):
+            if self.split:
+                raise ValueError(BEAM_JOINT)
+            self._words_seen += batch.n_tokens
+            # a gold state and a predicted one pushed at every step: up to four pushes per token
+            model.reserve(2 * self.decisions_per_token * batch.n_tokens, adagrad=self.adagrad)
+            from ..kernels.beam_train import train_parse_beam
+
+            return train_parse_beam((lex_rows, lex, tags, poss), (batch.seg_off, single),
+                                    (gold_head, gold_lab, ptr, idx, self._arc_col, self._root_col),
+                                    self._spec(model), self._learning(model), width)
         # a split parser labels each arc in a third decision per token
         model.reserve((self.decisions_per_token + self.split) * batch.n_tokens, adagrad=self.adagrad)
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
@@ -353,6 +385,14 @@ class SparseParser(SparsePipe):
         head[crossing] = NO_TOKEN
         lab[crossing] = -1
         return head, lab
+
+
+def beam_gap(density: float) -> float:
+    """How far below the best candidate a beam keeps candidates: scores read
+    as log-probabilities, a candidate stays while exp(its score - the best)
+    is at least `density` (spaCy's beam_density: the ratio of the last
+    candidate's probability to the first's); 0 keeps every candidate."""
+    return float(-np.log(density)) if density > 0 else float("inf")
 
 
 def _aligned_parse(eg: Example) -> Tuple[Tuple[Optional[int], ...], Tuple[Optional[str], ...]]:
