@@ -195,7 +195,11 @@ def test_ship_settings_checks_components_settings_and_values():
         {("sparse_tagger", "margin"): 30.0, ("sparse_senter", "start_bias"): -2.5}
     assert nlp.get_pipe("sparse_tagger").margin == 30.0 and nlp.get_pipe("sparse_senter").start_bias == -2.5
     assert ship_settings(nlp, ["sparse_tagger.margin=none"]) == {("sparse_tagger", "margin"): None}
-    for bad in ("sparse_parser.margin=30", "sentencizer.margin=30", "sparse_tagger.margin", "sparse_tagger.margin=-1",
+    nlp.add_pipe("sparse_parser")
+    assert ship_settings(nlp, ["sparse_parser.beam_width=4", "sparse_parser.beam_density=0.01"]) == \
+        {("sparse_parser", "beam_width"): 4, ("sparse_parser", "beam_density"): 0.01}
+    for bad in ("sparse_parser.beam_width=0", "sparse_parser.beam_width=2.5", "sparse_parser.beam_density=2",
+                "sparse_tagger.beam_width=4", "sparse_parsers.margin=30", "sentencizer.margin=30", "sparse_tagger.margin", "sparse_tagger.margin=-1",
                 "sparse_tagger.margin=fast", "sparse_tagger.start_bias=1", "sparse_tagger.templates=1",
                 "sparse_senter.start_bias=nan", "sparse_tagger.margin_decay=2"):
         with pytest.raises(ValueError, match="--set"):

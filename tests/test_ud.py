@@ -296,3 +296,17 @@ def test_a_broken_conllu_sentence_costs_only_itself(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "tag", "default", str(src), str(tmp_path / "f.conllu"),
                            "--quiet", "--on-error", "fail"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 1 and (tmp_path / "f.conllu").read_text(encoding="utf8").count("\tbarks\t") == 1
+
+
+def test_bench_ud_runs_the_model_with_runtime_settings(dev_slice):
+    """`bench-ud --set`: the shipped parser decoded with a beam over the UD-layout text, scored as the
+    shared task does, its settings written beside the scores; a setting that is not one is refused."""
+    out = dev_slice / "bench_beam.json"
+    run("spacy_sparse", "bench-ud", "default", str(dev_slice / "gold.conllu"), "--runs", "1", "--set",
+        "sparse_parser.beam_width=4", "--set", "sparse_parser.beam_density=0.01", "--json", str(out))
+    data = json.loads(out.read_text())
+    assert data["settings"] == {"sparse_parser.beam_width": 4, "sparse_parser.beam_density": 0.01}
+    assert data["model"]["scores"]["LAS"] > 70 and data["model"]["scores"]["UPOS"] > 90
+    proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "bench-ud", "default", str(dev_slice / "gold.conllu"),
+                           "--set", "sparse_parser.beam_width=0"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "beam_width must be a whole number" in proc.stdout + proc.stderr

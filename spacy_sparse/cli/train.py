@@ -133,7 +133,7 @@ SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-join
 
 
 # the runtime settings a shipped component can be given (each has a checking setter)
-SHIP_SETTINGS = ("margin", "margin_decay", "start_bias")
+SHIP_SETTINGS = ("margin", "margin_decay", "start_bias", "beam_width", "beam_density")
 
 
 def ship_settings(nlp, settings: List[str]) -> Dict[Tuple[str, str], Any]:
@@ -307,8 +307,8 @@ def register(sub) -> None:
     p.add_argument("--min-weight", type=float, default=0.0, help="drop averaged weights smaller than this (0: none)")
     p.add_argument("--sentencizer", action="store_true", help="put spaCy's rule-based sentencizer before the tagger")
     p.add_argument("--set", action="append", default=[], metavar="COMPONENT.SETTING=VALUE",
-                   help="a runtime setting the shipped component loads with: margin (a number or none), margin_decay "
-                        "or start_bias; may be repeated")
+                   help="a runtime setting the shipped component loads with: margin (a number or none), margin_decay, "
+                        "start_bias, or a parser's beam_width or beam_density; may be repeated")
     p.add_argument("--add", action="append", default=[], metavar="PIPELINE",
                    help="append the sparse components of another trained pipeline that MODEL lacks (the lemmatizer "
                         "and morphologizer of configs/lemma_morph.cfg); repeatable")

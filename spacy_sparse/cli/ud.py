@@ -10,6 +10,7 @@ import srsly
 from wasabi import msg
 
 from ..loading import load_pipeline
+from .train import ship_settings
 
 # The metrics bench-ud keeps (F1 of each), as the shared task reports them.
 BENCH_METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS",
@@ -83,8 +84,11 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
     paragraphs = ud_paragraphs(Path(args.gold))
     models = {"model": args.model, **({"baseline": args.baseline} if args.baseline else {})}
     pipelines = {}
+    settings: Dict[Any, Any] = {}
     for role, path in models.items():
         nlp = load_pipeline(path)
+        if role == "model":
+            settings = ship_settings(nlp, args.set)
         nlp.tokenizer = keeping(nlp.tokenizer)
         annotate_paragraphs(nlp, paragraphs[:20], "warm-up")
         pipelines[role] = nlp
@@ -93,6 +97,7 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
         for role, nlp in pipelines.items():
             passes[role].append(_timed_pass(nlp, paragraphs, Path(args.gold).stem))
     out: Dict[str, Any] = {"meta": provenance(), "gold": str(args.gold), "words": len(gold.words),
+                           "settings": {f"{name}.{key}": value for (name, key), value in settings.items()},
                            "paragraphs": len(paragraphs), "layout": "UD raw text: paragraphs, lines wrapped at 80"}
     for role, path in models.items():
         system = load(passes[role][-1]["conllu"].splitlines(True), "the system output")
@@ -140,5 +145,8 @@ def register(sub) -> None:
     p.add_argument("--runs", type=int, default=2, help="timed passes per pipeline, alternating")
     p.add_argument("--json", help="write scores, words/s and provenance here")
     p.add_argument("--conllu-dir", help="also keep each pipeline's CoNLL-U output here")
+    p.add_argument("--set", action="append", default=[], metavar="COMPONENT.SETTING=VALUE",
+                   help="a runtime setting of the model's sparse components, as ship-default takes it (e.g. "
+                        "sparse_parser.beam_width=4); may be repeated")
     p.set_defaults(func=cmd_bench_ud)
 

@@ -88,6 +88,27 @@ class SparseParser(SparsePipe):
         """A saved cfg's parser settings get the factory's checks."""
         self._checked_own(cfg)
 
+    @property
+    def beam_width(self) -> int:
+        """Items in the beam when parsing; 1 parses greedily."""
+        return int(self.cfg.get("beam_width", 1))
+
+    @beam_width.setter
+    def beam_width(self, value: int) -> None:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        self.cfg["beam_width"] = _check_width(value, "beam_width")
+
+    @property
+    def beam_density(self) -> float:
+        """A beam keeps a candidate while exp(its score - the best's) is at
+        least this (beam_gap); 0 keeps beam_width candidates."""
+        return float(self.cfg.get("beam_density", 0.0))
+
+    @beam_density.setter
+    def beam_density(self, value: float) -> None:
+        self.cfg["beam_density"] = _check_fraction(value, "beam_density")
+
     # ---- labels ------------------------------------------------------------------
     @property
     def labels(self) -> Tuple[str, ...]:
@@ -254,8 +275,8 @@ class SparseParser(SparsePipe):
         columns, spec, layout = (batch.lex_rows, batch.lex, tags, poss), self._spec(model), \
             (ptab_off, ptab, W, lv, lc, book, True)
 
-        width = int(self.cfg.get("beam_width", 1))
-        beam = (width, beam_gap(self.cfg.get("beam_density", 0.0)))
+        width = self.beam_width
+        beam = (width, beam_gap(self.beam_density))
         if width > 1:
             if self.split:
                 raise ValueError(BEAM_JOINT)
@@ -305,7 +326,7 @@ class SparseParser(SparsePipe):
         lex_rows, lex = self._word_dropout(model, batch)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
-        width = int(self.cfg.get("beam_width", 1))
+        width = self.beam_width
         if width > 1 and self._words_seen >= self.cfg.get("beam_after", 0):
             if self.split:
                 raise ValueError(BEAM_JOINT)
