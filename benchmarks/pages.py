@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import srsly
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pages_ud import ud_section  # noqa: E402 (benchmarks/ is not a package on the script's path)
+from pages_ud import beam_section, ud_section  # noqa: E402 (benchmarks/ is not a package on the script's path)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -370,6 +370,9 @@ def page() -> str:
     ud = runs("ud_ewt_test")
     if ud:
         parts += ud_section(ud, span, provenance)
+    beam_dev = [srsly.read_json(p) for p in sorted(RESULTS.glob("beam_dev_*.json"))]
+    if beam_dev:
+        parts += beam_section(beam_dev, runs("beam_test") + runs("beam_greedy_test"), span, provenance)
     cold = runs("cold_start")
     if cold:
         parts += ["## Cold start", "",

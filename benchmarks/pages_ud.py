@@ -53,3 +53,57 @@ def ud_section(found: Sequence[Dict[str, Any]], span: Callable[..., str], proven
 
 def _cell(value: Optional[float]) -> str:
     return "–" if value is None else f"{value:.2f}"
+
+
+BEAM_METRICS = ("Sentences", "UPOS", "XPOS", "UAS", "LAS", "CLAS")
+
+
+def beam_section(dev: Sequence[Dict[str, Any]], test: Sequence[Dict[str, Any]], span: Callable[..., str],
+                 provenance: Callable[..., str]) -> List[str]:
+    """Markdown lines of the beam parser's section: the settings tried on dev (each run beside the greedy
+    pipeline, timed in turns), then the setting picked there on test, beside spaCy's CNN pipeline."""
+    lines = ["## The beam parser on UD-layout text", "",
+             "`bench-ud` as above, for the joint recipe trained with a beam (`spacy project run beam`: "
+             "`train-beam`, then `bench-beam`). On EWT dev, each setting (`--set`) of the one beam pipeline runs "
+             "in turns with the greedy pipeline of the same recipe (`train-joint`), whose scores are the first "
+             "row; the ratio is within each run. The setting picked on dev then runs on test beside spaCy's CNN "
+             "tagger + parser.", "",
+             "| EWT dev: pipeline, setting | " + " | ".join(BEAM_METRICS) + " | words/s | vs greedy |",
+             "|---|" + "---|" * (len(BEAM_METRICS) + 2)]
+    greedy = next((run for run in dev if "baseline" in run), None)
+    if greedy is not None:
+        row = greedy["baseline"]
+        lines.append(f"| `{row['path']}` (greedy) | " + " | ".join(_cell(row["scores"][m]) for m in BEAM_METRICS)
+                     + " | – | 1 |")
+    for run in dev:
+        row = run["model"]
+        setting = ", ".join(f"{k.split('.')[-1]} {v}" for k, v in run.get("settings", {}).items()) or "as saved"
+        ratio = span(run["speed_ratio"], "{:.2f}", "×") if run.get("speed_ratio") else "–"
+        lines.append(f"| `{row['path']}`, {setting} | " + " | ".join(_cell(row["scores"][m]) for m in BEAM_METRICS)
+                     + f" | {span([w / 1000 for w in row['words_per_second']], '{:.1f}', 'k')} | {ratio} |")
+    lines += ["", provenance(dev), ""]
+    if test:
+        lines += ["| EWT test: pipeline | " + " | ".join(BEAM_METRICS) + " | words/s | vs baseline |",
+                  "|---|" + "---|" * (len(BEAM_METRICS) + 2)]
+        for stem_runs in _by_model(test):
+            first = stem_runs[0]
+            for role in ("model", "baseline"):
+                row = first[role]
+                wps = [w for run in stem_runs for w in run[role]["words_per_second"]]
+                ratios = [x for run in stem_runs for x in run.get("speed_ratio", [])]
+                setting = ", ".join(f"{k.split('.')[-1]} {v}" for k, v in first.get("settings", {}).items())
+                name = f"`{row['path']}`" + (f", {setting}" if setting and role == "model" else "")
+                lines.append(f"| {name} | " + " | ".join(_cell(row["scores"][m]) for m in BEAM_METRICS)
+                             + f" | {span([w / 1000 for w in wps], '{:.1f}', 'k')} | "
+                             + (span(ratios, "{:.2f}", "×") if role == "model" and ratios else "–") + " |")
+        lines += ["", provenance(test), ""]
+    return lines
+
+
+def _by_model(found: Sequence[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
+    """Runs grouped by the model path and settings they ran, in order of first appearance."""
+    groups: Dict[Any, List[Dict[str, Any]]] = {}
+    for run in found:
+        key = (run["model"]["path"], tuple(sorted(run.get("settings", {}).items())))
+        groups.setdefault(key, []).append(run)
+    return list(groups.values())

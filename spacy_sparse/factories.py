@@ -139,12 +139,13 @@ make_sparse_senter = _register(
 
 DEFAULT_PARSER_CONFIG = _defaults("spacy_sparse.parser_templates.v1", "spacy.parser_scorer.v1",
                                   explore=0.9, explore_after=100_000, min_lifted=10, whole_docs=0.5, stray=0.0,
-                                  tag_noise=0.0, beam_width=1, beam_density=0.0, beam_after=0)
+                                  tag_noise=0.0, beam_width=1, beam_density=0.0, beam_after=0,
+                                  beam_margin=0.0)
 make_sparse_parser = _register(
     "sparse_parser", "parser:SparseParser",
     [("explore", float), ("explore_after", int), ("min_lifted", int), ("whole_docs", float), ("stray", float),
      ("tag_noise", float), ("beam_width", int), ("beam_density", float),
-     ("beam_after", int)],
+     ("beam_after", int), ("beam_margin", float)],
     """Create a sparse dependency parser.
 
     templates (List[str]): parser templates (slots such as S0, B0, S0L) in
@@ -174,6 +175,10 @@ make_sparse_parser = _register(
         over the beam) once `beam_after` training words were seen, greedy
         with the dynamic oracle before.
     beam_after (int): training words seen before beam training starts.
+    beam_margin (float): in beam training, how much more than another parse
+        the gold parse must score per gold arc the other loses (the search
+        adds it to the other's score: cost-augmented decoding); 0 asks only
+        that it score more.
     scorer (Optional[Callable]): the scoring method (spaCy's parser scorer).
     """,
     assigns=["token.dep", "token.head", "token.is_sent_start", "doc.sents"],

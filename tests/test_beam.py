@@ -84,10 +84,12 @@ def test_global_training_fits_its_training_docs(trained, ewt_refs):
 
 
 def test_global_training_learns_to_parse_unseen_text(trained, ewt_refs):
-    _, parser = beam_trained(trained[0], ewt_refs["train"][:60], 3)
-    parser.from_bytes(parser.to_bytes())
+    # with the recipe's cost-augmented search (beam_margin) as without it
     refs = ewt_refs["dev"][:30]
-    assert las(parser, tagged(trained[0], refs), refs) > 0.62
+    for margin in (0.0, 10.0):
+        _, parser = beam_trained(trained[0], ewt_refs["train"][:60], 3, beam_margin=margin)
+        parser.from_bytes(parser.to_bytes())
+        assert las(parser, tagged(trained[0], refs), refs) > 0.62, margin
 
 
 def test_beam_training_is_deterministic_and_save_load_keeps_the_beam(trained, ewt_refs, tmp_path):
@@ -113,6 +115,8 @@ def test_bad_beam_settings_fail_clearly():
         nlp.add_pipe("sparse_parser", name="p2", config={"beam_density": 1.5})
     with pytest.raises(ValueError, match="beam_density"):
         nlp.add_pipe("sparse_parser", name="p3", config={"beam_density": -0.1})
+    with pytest.raises(ValueError, match="beam_margin"):
+        nlp.add_pipe("sparse_parser", name="p4", config={"beam_margin": -1.0})
     assert beam_gap(0.0) == float("inf") and beam_gap(1.0) == 0.0
 
 

@@ -133,12 +133,14 @@ def keep_best(cands, n, width, score, item, act, cost):
 
 
 @leaf
-def expand(cands, n, width, base, scores, valid, item, base_cost, cost):
+def expand(cands, n, width, base, scores, valid, item, base_cost, cost, augment):
     """Offer every valid action of one item as a candidate; `cost`: the
-    gold arcs each action loses (training; zeros in prediction)."""
+    gold arcs each action loses (training; zeros in prediction), each
+    adding `augment` to its score (cost-augmented search: the gold parse
+    must win by a margin that grows with the loss)."""
     for a in range(scores.shape[0]):
         if valid[a]:
-            n = keep_best(cands, n, width, base + scores[a], item, a, base_cost + cost[a])
+            n = keep_best(cands, n, width, base + scores[a] + augment * cost[a], item, a, base_cost + cost[a])
     return n
 
 
@@ -199,7 +201,7 @@ def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
                     a, k = score_decision(work, 0, n_tpl, -1, slot_tok, b0, spec.templates, seg, arcs, weights,
                                           np.float32(-1.0), thr)
                     used[start + min(b0, n - 1)] += k
-                n_c = expand(cands, n_c, width, st.score[g, i], work.scores, valid, i, 0, no_cost)
+                n_c = expand(cands, n_c, width, st.score[g, i], work.scores, valid, i, 0, no_cost, 0.0)
             if n_c < 0:
                 continue
             while n_c > 1 and cands.score[n_c - 1] < cands.score[0] - gap:

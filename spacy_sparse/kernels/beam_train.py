@@ -82,15 +82,17 @@ def local_gold(gold, start, end):
 
 
 @njit(cache=True, nogil=True)
-def train_parse_beam(columns, segments, tree, parser, learning, width):
+def train_parse_beam(columns, segments, tree, parser, learning, beam):
     """One pass of max-violation training over a batch with a beam of
-    `width`. columns, segments, tree, parser and learning as
+    beam = (width, augment): `augment` is added to a candidate's score per
+    gold arc it loses. columns, segments, tree, parser and learning as
     parser.train_parse's. Returns the number of updates."""
     tokens = Tokens(*columns)
     gold = GoldTree(*tree)
     spec = ParserSpec(*parser)
     learner = Learner(*learning)
     seg_off, seg_single = segments
+    width, augment = beam
     kind, alab = spec.kind, spec.alab
     n_tpl = spec.templates[0].shape[0]
     n_act = kind.shape[0]
@@ -136,7 +138,7 @@ def train_parse_beam(columns, segments, tree, parser, learning, width):
                 score_item(st, g, i, slot_tok, single, seg, spec, work, learner)
                 action_costs(cost, work.valid, kind, alab, st.stack[g, i], st.depth[g, i], st.b0[g, i], ln, local,
                              st.in_stack[g, i])
-                n_c = expand(cands, n_c, width, st.score[g, i], work.scores, work.valid, i, st.cost[g, i], cost)
+                n_c = expand(cands, n_c, width, st.score[g, i], work.scores, work.valid, i, st.cost[g, i], cost, augment)
             h = 1 - g
             right = False  # whether an item lost no gold arc (a derivation of the gold tree)
             for j in range(n_c):

@@ -50,6 +50,10 @@ def _check_count(value: Any, what: str) -> int:
     return check_number(value, what, whole=True, low=0)
 
 
+def _check_margin(value: Any, what: str) -> float:
+    return check_number(value, what, low=0, high=1e6)
+
+
 def _check_width(value: Any, what: str) -> int:
     return check_number(value, what, whole=True, low=1)
 
@@ -65,10 +69,11 @@ class SparseParser(SparsePipe):
     def __init__(self, vocab: Vocab, name: str = "sparse_parser", *, explore: float = 0.9,
                  explore_after: int = 100_000, min_lifted: int = 10, whole_docs: float = 0.5,
                  stray: float = 0.0, tag_noise: float = 0.0, beam_width: int = 1, beam_density: float = 0.0,
-                 beam_after: int = 0, **kwargs: Any):
+                 beam_after: int = 0, beam_margin: float = 0.0, **kwargs: Any):
         own = self._checked_own({"explore": explore, "explore_after": explore_after, "min_lifted": min_lifted,
                                  "whole_docs": whole_docs, "stray": stray, "tag_noise": tag_noise,
-                                 "beam_width": beam_width, "beam_density": beam_density, "beam_after": beam_after})
+                                 "beam_width": beam_width, "beam_density": beam_density, "beam_after": beam_after,
+                                 "beam_margin": beam_margin})
         super().__init__(vocab, name, **own, **kwargs)
         noun_chunks.install(vocab)  # doc.noun_chunks reads UD labels (noun_chunks.py)
         self._deps: List[str] = []
@@ -81,7 +86,8 @@ class SparseParser(SparsePipe):
         """The parser's own settings present in `cfg`, checked (ValueError)."""
         checks = {"explore": _check_fraction, "explore_after": _check_count, "min_lifted": _check_count,
                   "whole_docs": _check_fraction, "stray": _check_fraction, "tag_noise": _check_fraction,
-                  "beam_width": _check_width, "beam_density": _check_fraction, "beam_after": _check_count}
+                  "beam_width": _check_width, "beam_density": _check_fraction, "beam_after": _check_count,
+                  "beam_margin": _check_margin}
         return {key: checks[key](value, key) for key, value in cfg.items() if key in checks}
 
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
@@ -337,7 +343,8 @@ class SparseParser(SparsePipe):
 
             return train_parse_beam((lex_rows, lex, tags, poss), (batch.seg_off, single),
                                     (gold_head, gold_lab, ptr, idx, self._arc_col, self._root_col),
-                                    self._spec(model), self._learning(model), width)
+                                    self._spec(model), self._learning(model),
+                                    (width, float(self.cfg.get("beam_margin", 0.0))))
         # a split parser labels each arc in a third decision per token
         model.reserve((self.decisions_per_token + self.split) * batch.n_tokens, adagrad=self.adagrad)
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
