@@ -5,6 +5,9 @@ import pytest
 import spacy
 from spacy.training import Example
 
+from spacy.tokens import Doc
+
+from spacy_sparse.kernels.layout import MAX_BEAM_TOKENS
 from spacy_sparse.pipeline.parser import beam_gap
 
 from test_parser import check_trees, plain, tagged, train_parser
@@ -58,6 +61,27 @@ def test_beam_decoding_gives_trees_and_keeps_given_sentences(greedy, trained, ew
         assert parser.templates_per_token > 0
     finally:
         parser.cfg["beam_width"] = 1
+
+
+def test_edge_docs_with_a_beam(greedy):
+    # a doc beyond MAX_BEAM_TOKENS (parsed whole: no sentence starts) takes one item, in bounded time
+    nlp, parser = greedy
+    vocab = nlp.vocab
+    long_doc = Doc(vocab, words=("The committee met on Tuesday and approved the plan . " * 300).split())
+    docs = [Doc(vocab, words=[]), Doc(vocab, words=["Hello"]), Doc(vocab, words=["  ", "\n", "ok", " "]),
+            Doc(vocab, words=["Yes", "."], sent_starts=[True, True]), long_doc,
+            Doc(vocab, words=("Dogs bark . " * 100).split())]
+    assert len(long_doc) > MAX_BEAM_TOKENS
+    greedy_long = parses(parser, [long_doc])
+    parser.cfg["beam_width"] = 4
+    try:
+        docs = list(parser.pipe(docs))
+    finally:
+        parser.cfg["beam_width"] = 1
+    assert len(docs[0]) == 0 and docs[1][0].head.i == 0
+    check_trees(docs[1:])
+    assert len(list(docs[3].sents)) == 2
+    assert [(t.head.i, t.dep_) for t in long_doc] == greedy_long  # one item: the greedy parser's choices
 
 
 def beam_trained(tagger_nlp, refs, epochs, seed=0, **config):
@@ -118,6 +142,14 @@ def test_bad_beam_settings_fail_clearly():
     with pytest.raises(ValueError, match="beam_margin"):
         nlp.add_pipe("sparse_parser", name="p4", config={"beam_margin": -1.0})
     assert beam_gap(0.0) == float("inf") and beam_gap(1.0) == 0.0
+
+
+def test_a_doc_too_long_for_a_beam_is_learned_greedily(trained, ewt_refs):
+    refs = ewt_refs["train"][:120]
+    long_ref = Doc.from_docs(refs)
+    assert len(long_ref) > MAX_BEAM_TOKENS
+    nlp, parser = beam_trained(trained[0], [long_ref] + ewt_refs["train"][120:124], 2)
+    assert parser._n_batches > 0 and parser.sparse is not None
 
 
 def test_beam_training_refuses_split_actions(trained, ewt_refs):

@@ -26,6 +26,7 @@ from ..codes import AT_ROOT, N_SLOTS, NO_TOKEN, SHIFT
 from .arc_hybrid import apply_move, fill_valid, resolve_slots
 from .jit import leaf
 from .parser import lone_valid, score_decision
+from .layout import MAX_BEAM_TOKENS
 from .scoring import LOOKAHEAD
 from .structs import Arcs, Decision, ParserSpec, Tokens, Weights
 
@@ -159,10 +160,15 @@ def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
     kind, alab = spec.kind, spec.alab
     n_act = kind.shape[0]
     n_tpl = spec.templates[0].shape[0]
-    max_len = 1
+    short = 1  # the longest segment a beam parses, and the longest of all
+    longest = 1
     for d in range(seg_off.shape[0] - 1):
-        max_len = max(max_len, seg_off[d + 1] - seg_off[d])
-    st = beam_states(width, max_len)
+        n = seg_off[d + 1] - seg_off[d]
+        longest = max(longest, n)
+        if n <= MAX_BEAM_TOKENS:
+            short = max(short, n)
+    beam_items = beam_states(width, short)
+    lone = beam_states(1, longest if longest > MAX_BEAM_TOKENS else 1)
     cands = candidates(width)
     no_cost = np.zeros(n_act, dtype=np.int64)
     slot_tok = np.zeros(N_SLOTS, dtype=np.int64)
@@ -176,6 +182,8 @@ def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
         n = end - start
         single = seg_single[d] != 0
         seg = Tokens(tokens.lex_rows[start:end], tokens.lex, tokens.tags[start:end], tokens.poss[start:end])
+        w = width if n <= MAX_BEAM_TOKENS else 1
+        st = beam_items if n <= MAX_BEAM_TOKENS else lone
         reset_item(st, g, 0)
         n_items = 1
         for _ in range(2 * n):
@@ -201,11 +209,15 @@ def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
                     a, k = score_decision(work, 0, n_tpl, -1, slot_tok, b0, spec.templates, seg, arcs, weights,
                                           np.float32(-1.0), thr)
                     used[start + min(b0, n - 1)] += k
-                n_c = expand(cands, n_c, width, st.score[g, i], work.scores, valid, i, 0, no_cost, 0.0)
+                n_c = expand(cands, n_c, w, st.score[g, i], work.scores, valid, i, 0, no_cost, 0.0)
             if n_c < 0:
                 continue
             while n_c > 1 and cands.score[n_c - 1] < cands.score[0] - gap:
                 n_c -= 1
+            if n_c == 1 and n_items == 1:  # the lone item's one successor: moved in place, no copy
+                move_item(st, g, 0, kind[cands.act[0]], alab[cands.act[0]], n)
+                st.score[g, 0] = 0.0
+                continue
             h = 1 - g
             for j in range(n_c):
                 copy_item(st, g, cands.item[j], st, h, j)

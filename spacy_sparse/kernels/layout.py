@@ -50,6 +50,11 @@ def narrow_fits(n_labels: int, n_weights: int) -> bool:
 HOT = np.int64(1) << np.int64(56)
 
 
+# A beam parses (and trains on) segments of at most this many tokens; longer ones are parsed with one item and
+# trained greedily. A successor copies its parent's arrays up to its buffer front, so a beam's cost grows with
+# the square of a segment's length (EWT's longest document has 480 tokens).
+MAX_BEAM_TOKENS = 1000
+
 # Templates are scored in blocks whose keys are made and rows looked up
 # together (the probes' memory latencies overlap), at most LOOKAHEAD long.
 # A tagger's blocks grow 2, 2, 4, 8, 8, ...: half its tokens stop after two

@@ -27,7 +27,7 @@ from .. import noun_chunks
 from ..codes import AT_ROOT, LEFT, NO_TOKEN, RIGHT, ROOT, SHIFT
 from ..templates import has_move_atom, parse_templates
 from ..runtime.compiled import predict_parse
-from ..kernels.layout import LOOKAHEAD
+from ..kernels.layout import LOOKAHEAD, MAX_BEAM_TOKENS
 from ..model import SparseLinearModel
 from ..checks import check_number
 from ..lexicon import ambiguity_classes
@@ -322,6 +322,17 @@ class SparseParser(SparsePipe):
 
     # ---- training --------------------------------------------------------------------
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:
+        if self.beam_width == 1 or self._words_seen < self.cfg.get("beam_after", 0):
+            return self._train_examples(model, examples, beam=False)
+        if self.split:
+            raise ValueError(BEAM_JOINT)
+        # a doc too long for a beam (kernels/layout.py) is learned greedily
+        long = [eg for eg in examples if len(eg.predicted) > MAX_BEAM_TOKENS]
+        short = [eg for eg in examples if len(eg.predicted) <= MAX_BEAM_TOKENS]
+        return (self._train_examples(model, long, beam=False) if long else 0) + \
+            (self._train_examples(model, short, beam=True) if short else 0)
+
+    def _train_examples(self, model: SparseLinearModel, examples: List[Example], beam: bool) -> int:
         docs = [eg.predicted for eg in examples]
         self._n_batches += 1
         rng = np.random.RandomState(self._n_batches)
@@ -332,10 +343,7 @@ class SparseParser(SparsePipe):
         lex_rows, lex = self._word_dropout(model, batch)
         gold_head, gold_lab = self._gold(examples, batch)
         ptr, idx = gold_children(gold_head)
-        width = self.beam_width
-        if width > 1 and self._words_seen >= self.cfg.get("beam_after", 0):
-            if self.split:
-                raise ValueError(BEAM_JOINT)
+        if beam:
             self._words_seen += batch.n_tokens
             # a gold state and a predicted one pushed at every step: up to four pushes per token
             model.reserve(2 * self.decisions_per_token * batch.n_tokens, adagrad=self.adagrad)
@@ -344,7 +352,7 @@ class SparseParser(SparsePipe):
             return train_parse_beam((lex_rows, lex, tags, poss), (batch.seg_off, single),
                                     (gold_head, gold_lab, ptr, idx, self._arc_col, self._root_col),
                                     self._spec(model), self._learning(model),
-                                    (width, float(self.cfg.get("beam_margin", 0.0))))
+                                    (self.beam_width, float(self.cfg.get("beam_margin", 0.0))))
         # a split parser labels each arc in a third decision per token
         model.reserve((self.decisions_per_token + self.split) * batch.n_tokens, adagrad=self.adagrad)
         explore = self.cfg["explore"] if self._words_seen >= self.cfg["explore_after"] else 0.0
