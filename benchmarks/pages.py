@@ -120,6 +120,13 @@ BENCH_SECTIONS = [
      "short reviews of local businesses and services."),
     ("heldout_reviews_lines", "Another domain: the full recipe on reviews it never saw, in lines",
      "The same models and reviews, their text laid out in lines (`bench --lines`)."),
+    ("heldout_beam_email_raw", "Another domain: the beam recipe on e-mail it never saw",
+     "The beam recipe (`train-beam`: `beam_width` 8, `beam_margin` 20) trained on EWT without its e-mail documents "
+     "(`spacy project run heldout-beam`), on the same e-mails' raw text, against the greedy recipe trained on the "
+     "same data (`train-heldout`), in the same run: the rows are the beam pipeline as it loads, the compared "
+     "model the greedy one."),
+    ("heldout_beam_reviews_raw", "Another domain: the beam recipe on reviews it never saw",
+     "The same with EWT's reviews held out (`--vars.heldout_genre reviews`)."),
     ("ner_gold", "Entity recognizer (`configs/ner.cfg`) on CoNLL-2003 test",
      "`spacy train configs/ner.cfg` on CoNLL-2003 train/dev (one doc per article, `convert-conll --docstart-every 2`), measured on the "
      "test split as `spacy convert --converter ner -n 10` makes it: gold tokens, docs of 10 sentences, no sentence "

@@ -124,11 +124,15 @@ def test_beam_training_is_deterministic_and_save_load_keeps_the_beam(trained, ew
     docs = tagged(trained[0], ewt_refs["dev"][:15], sents=False)
     first = parses(parser, docs)
     nlp.to_disk(tmp_path / "beam")
-    loaded = spacy.load(tmp_path / "beam").get_pipe("sparse_parser")
+    loaded_nlp = spacy.load(tmp_path / "beam")
+    loaded = loaded_nlp.get_pipe("sparse_parser")
     assert loaded.cfg["beam_width"] == 4
     assert parses(loaded, docs) == first
     loaded.n_threads = 2
     assert parses(loaded, docs) == first
+    loaded.n_threads = 1
+    in_processes = loaded_nlp.pipe([d.copy() for d in docs], n_process=2, batch_size=4)
+    assert [(t.head.i, t.dep_) for d in in_processes for t in d] == first
 
 
 def test_bad_beam_settings_fail_clearly():
