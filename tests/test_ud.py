@@ -305,7 +305,7 @@ def test_bench_ud_runs_the_model_with_runtime_settings(dev_slice):
     run("spacy_sparse", "bench-ud", "default", str(dev_slice / "gold.conllu"), "--runs", "1", "--set",
         "sparse_parser.beam_width=4", "--set", "sparse_parser.beam_density=0.01", "--json", str(out))
     data = json.loads(out.read_text())
-    assert data["settings"] == {"sparse_parser.beam_width": 4, "sparse_parser.beam_density": 0.01}
+    assert data["settings"] == {"sparse_parser.beam_width": "4", "sparse_parser.beam_density": "0.01"}
     assert data["model"]["scores"]["LAS"] > 70 and data["model"]["scores"]["UPOS"] > 90
     proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "bench-ud", "default", str(dev_slice / "gold.conllu"),
                            "--set", "sparse_parser.beam_width=0"], capture_output=True, text=True)

@@ -97,7 +97,8 @@ def cmd_bench_ud(args: argparse.Namespace) -> int:
         for role, nlp in pipelines.items():
             passes[role].append(_timed_pass(nlp, paragraphs, Path(args.gold).stem))
     out: Dict[str, Any] = {"meta": provenance(), "gold": str(args.gold), "words": len(gold.words),
-                           "settings": {f"{name}.{key}": value for (name, key), value in settings.items()},
+                           # as text: JSON's writer would round a density such as 1e-30 to 0
+                           "settings": {f"{name}.{key}": str(value) for (name, key), value in settings.items()},
                            "paragraphs": len(paragraphs), "layout": "UD raw text: paragraphs, lines wrapped at 80"}
     for role, path in models.items():
         system = load(passes[role][-1]["conllu"].splitlines(True), "the system output")
