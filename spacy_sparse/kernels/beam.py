@@ -25,8 +25,8 @@ from numba import njit
 from ..codes import AT_ROOT, N_SLOTS, NO_TOKEN, SHIFT
 from .arc_hybrid import apply_move, fill_valid, resolve_slots
 from .jit import leaf
-from .parser import lone_valid, score_decision
 from .layout import MAX_BEAM_TOKENS
+from .parser import lone_valid, score_decision
 from .scoring import LOOKAHEAD
 from .structs import Arcs, Decision, ParserSpec, Tokens, Weights
 
@@ -210,23 +210,29 @@ def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
                                           np.float32(-1.0), thr)
                     used[start + min(b0, n - 1)] += k
                 n_c = expand(cands, n_c, w, st.score[g, i], work.scores, valid, i, 0, no_cost, 0.0)
-            if n_c < 0:
-                continue
-            while n_c > 1 and cands.score[n_c - 1] < cands.score[0] - gap:
-                n_c -= 1
-            if n_c == 1 and n_items == 1:  # the lone item's one successor: moved in place, no copy
-                move_item(st, g, 0, kind[cands.act[0]], alab[cands.act[0]], n)
-                st.score[g, 0] = 0.0
-                continue
-            h = 1 - g
-            for j in range(n_c):
-                copy_item(st, g, cands.item[j], st, h, j)
-                a = cands.act[j]
-                move_item(st, h, j, kind[a], alab[a], n)
-                st.score[h, j] = cands.score[j] if n_c > 1 else 0.0
-            g = h
-            n_items = n_c
+            if n_c > 0:
+                g, n_items = advance(st, g, n_items, cands, n_c, gap, kind, alab, n)
         for t in range(n):  # the best item is the first
             hd = st.head[g, 0, t]
             heads_out[start + t] = start + t if hd == AT_ROOT else start + hd
             labels_out[start + t] = st.lab[g, 0, t]
+
+
+@leaf
+def advance(st, g, n_items, cands, n_c, gap, kind, alab, n):
+    """Make the kept candidates within `gap` of the best the next beam;
+    returns its generation and size. A lone item's one successor moves in
+    place; a beam of one starts its score again from 0."""
+    while n_c > 1 and cands.score[n_c - 1] < cands.score[0] - gap:
+        n_c -= 1
+    if n_c == 1 and n_items == 1:
+        move_item(st, g, 0, kind[cands.act[0]], alab[cands.act[0]], n)
+        st.score[g, 0] = 0.0
+        return g, 1
+    h = 1 - g
+    for j in range(n_c):
+        copy_item(st, g, cands.item[j], st, h, j)
+        a = cands.act[j]
+        move_item(st, h, j, kind[a], alab[a], n)
+        st.score[h, j] = cands.score[j] if n_c > 1 else 0.0
+    return h, n_c

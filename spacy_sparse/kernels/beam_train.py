@@ -139,18 +139,8 @@ def train_parse_beam(columns, segments, tree, parser, learning, beam):
                 action_costs(cost, work.valid, kind, alab, st.stack[g, i], st.depth[g, i], st.b0[g, i], ln, local,
                              st.in_stack[g, i])
                 n_c = expand(cands, n_c, width, st.score[g, i], work.scores, work.valid, i, st.cost[g, i], cost, augment)
-            h = 1 - g
-            right = False  # whether an item lost no gold arc (a derivation of the gold tree)
-            for j in range(n_c):
-                i, a = cands.item[j], cands.act[j]
-                copy_item(st, g, i, st, h, j)
-                move_item(st, h, j, kind[a], alab[a], ln)
-                st.score[h, j] = cands.score[j]
-                st.cost[h, j] = cands.cost[j]
-                hist.parent[s, j] = i
-                hist.act[s, j] = a
-                right = right or cands.cost[j] == 0
-            g = h
+            right = successors(st, g, cands, n_c, kind, alab, ln, hist, s)
+            g = 1 - g
             n_items = n_c
             # the best item, when it is wrong, by how much it outscores the gold path
             if cands.cost[0] > 0 and cands.score[0] - path.score[0, 0] >= worst:
@@ -170,6 +160,25 @@ def train_parse_beam(columns, segments, tree, parser, learning, beam):
                 worst = 0.0
                 worst_at = -1
     return updates
+
+
+@njit(cache=True, nogil=True)
+def successors(st, g, cands, n_c, kind, alab, n, hist, s):
+    """Make the candidates of step s generation 1 - g, noting each one's
+    parent and action; returns whether one of them lost no gold arc (is a
+    derivation of the gold tree)."""
+    h = 1 - g
+    right = False
+    for j in range(n_c):
+        i, a = cands.item[j], cands.act[j]
+        copy_item(st, g, i, st, h, j)
+        move_item(st, h, j, kind[a], alab[a], n)
+        st.score[h, j] = cands.score[j]
+        st.cost[h, j] = cands.cost[j]
+        hist.parent[s, j] = i
+        hist.act[s, j] = a
+        right = right or cands.cost[j] == 0
+    return right
 
 
 @njit(cache=True, nogil=True)
