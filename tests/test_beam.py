@@ -108,12 +108,11 @@ def test_global_training_fits_its_training_docs(trained, ewt_refs):
 
 
 def test_global_training_learns_to_parse_unseen_text(trained, ewt_refs):
-    # with the recipe's cost-augmented search (beam_margin) as without it
+    # with cost-augmented search (beam_margin), as the recipe trains
     refs = ewt_refs["dev"][:30]
-    for margin in (0.0, 10.0):
-        _, parser = beam_trained(trained[0], ewt_refs["train"][:60], 3, beam_margin=margin)
-        parser.from_bytes(parser.to_bytes())
-        assert las(parser, tagged(trained[0], refs), refs) > 0.62, margin
+    _, parser = beam_trained(trained[0], ewt_refs["train"][:60], 3, beam_margin=10.0)
+    parser.from_bytes(parser.to_bytes())
+    assert las(parser, tagged(trained[0], refs), refs) > 0.62
 
 
 def test_beam_training_is_deterministic_and_save_load_keeps_the_beam(trained, ewt_refs, tmp_path):
