@@ -299,13 +299,13 @@ def test_a_broken_conllu_sentence_costs_only_itself(tmp_path):
 
 
 def test_bench_ud_runs_the_model_with_runtime_settings(dev_slice):
-    """`bench-ud --set`: the shipped parser decoded with a beam over the UD-layout text, scored as the
+    """`bench-ud --set`: the shipped pipeline run with other settings over the UD-layout text, scored as the
     shared task does, its settings written beside the scores; a setting that is not one is refused."""
-    out = dev_slice / "bench_beam.json"
+    out = dev_slice / "bench_set.json"
     run("spacy_sparse", "bench-ud", "default", str(dev_slice / "gold.conllu"), "--runs", "1", "--set",
-        "sparse_parser.beam_width=4", "--set", "sparse_parser.beam_density=0.01", "--json", str(out))
+        "sparse_parser.margin=none", "--set", "sparse_tagger.margin=30", "--json", str(out))
     data = json.loads(out.read_text())
-    assert data["settings"] == {"sparse_parser.beam_width": "4", "sparse_parser.beam_density": "0.01"}
+    assert data["settings"] == {"sparse_parser.margin": "None", "sparse_tagger.margin": "30.0"}
     assert data["model"]["scores"]["LAS"] > 70 and data["model"]["scores"]["UPOS"] > 90
     proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "bench-ud", "default", str(dev_slice / "gold.conllu"),
                            "--set", "sparse_parser.beam_width=0"], capture_output=True, text=True)

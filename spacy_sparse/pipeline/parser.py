@@ -1,5 +1,7 @@
-"""`sparse_parser`: a greedy arc-hybrid dependency parser over feature
-templates, with dynamic feature selection and a dynamic oracle.
+"""`sparse_parser`: an arc-hybrid dependency parser over feature
+templates, with dynamic feature selection and a dynamic oracle; greedy, or
+with `beam_width` above 1 a beam search trained globally (kernels/beam.py,
+kernels/beam_train.py).
 
 The weight model scores actions: "SHIFT", "LEFT-dep", "RIGHT-dep" and
 "ROOT-dep" (kernels/parser.py); or, when the template set has label
