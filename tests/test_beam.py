@@ -107,6 +107,7 @@ def test_global_training_fits_its_training_docs(trained, ewt_refs):
         assert las(parser, tagged(trained[0], refs, sents), refs) > 0.97
 
 
+@pytest.mark.full
 def test_global_training_learns_to_parse_unseen_text(trained, ewt_refs):
     # with cost-augmented search (beam_margin), as the recipe trains
     refs = ewt_refs["dev"][:30]
@@ -147,6 +148,7 @@ def test_bad_beam_settings_fail_clearly():
     assert beam_gap(0.0) == float("inf") and beam_gap(1.0) == 0.0
 
 
+@pytest.mark.full
 def test_a_doc_too_long_for_a_beam_is_learned_greedily(trained, ewt_refs):
     k = 1
     while sum(len(r) for r in ewt_refs["train"][:k]) <= MAX_BEAM_TOKENS:
