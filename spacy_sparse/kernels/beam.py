@@ -146,6 +146,20 @@ def expand(cands, n, width, base, scores, valid, item, base_cost, cost, augment)
 
 
 @njit(cache=True, nogil=True)
+def segment_tokens(tokens, start, end):
+    """The structs.Tokens of segment [start, end), numbered from its start
+    (views: a beam's items keep arrays over their segment only)."""
+    return Tokens(tokens.lex_rows[start:end], tokens.lex, tokens.tags[start:end], tokens.poss[start:end])
+
+
+@njit(cache=True, nogil=True)
+def segment_at(tokens, seg_off, seg_single, d):
+    """Segment d's start, end, whether it is one sentence, and its tokens."""
+    start, end = seg_off[d], seg_off[d + 1]
+    return start, end, seg_single[d] != 0, segment_tokens(tokens, start, end)
+
+
+@njit(cache=True, nogil=True)
 def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
     """Parse every segment with a beam; arguments as parser.predict_parse's
     (columns, segments, parser, layout, rule, out), and beam = (width, gap):
@@ -177,11 +191,8 @@ def predict_parse_beam(columns, segments, parser, layout, rule, beam, out):
     valid = work.valid
     g = 0
     for d in range(seg_off.shape[0] - 1):
-        start = seg_off[d]
-        end = seg_off[d + 1]
+        start, end, single, seg = segment_at(tokens, seg_off, seg_single, d)
         n = end - start
-        single = seg_single[d] != 0
-        seg = Tokens(tokens.lex_rows[start:end], tokens.lex, tokens.tags[start:end], tokens.poss[start:end])
         w = width if n <= MAX_BEAM_TOKENS else 1
         st = beam_items if n <= MAX_BEAM_TOKENS else lone
         reset_item(st, g, 0)

@@ -20,7 +20,7 @@ from numba import njit
 
 from ..codes import N_SLOTS
 from .arc_hybrid import action_costs, apply_tracked, fill_valid, new_state, resolve_slots
-from .beam import beam_states, candidates, copy_item, expand, move_item, reset_item
+from .beam import beam_states, candidates, copy_item, expand, move_item, reset_item, segment_at
 from .learner import score_counted, train_scratch, update_feature
 from .parser import gold_action, state_keys
 from .scoring import find_entry
@@ -110,11 +110,8 @@ def train_parse_beam(columns, segments, tree, parser, learning, beam):
     updates = 0
     g = 0
     for d in range(seg_off.shape[0] - 1):
-        start = seg_off[d]
-        end = seg_off[d + 1]
+        start, end, single, seg = segment_at(tokens, seg_off, seg_single, d)
         ln = end - start
-        single = seg_single[d] != 0
-        seg = Tokens(tokens.lex_rows[start:end], tokens.lex, tokens.tags[start:end], tokens.poss[start:end])
         local = local_gold(gold, start, end)
         reset_item(path, 0, 0)
         reset_item(st, g, 0)
