@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from spacy.strings import get_string_id
 
-from .runtime.arrays import unique
+from .runtime.arrays import find_sorted, unique
 from .fields import array_field, zipped
 from .word_codes import FREQ_EDGES, Lemmas, casefreq_codes, wordnet_readings
 
@@ -97,8 +97,8 @@ class ClusterTable:
             return out
         fits = (keys >= 0) & (keys <= 0xFFFFFFFF)
         wanted = keys[fits].astype(np.uint32)
-        at = self.keys.searchsorted(wanted).clip(0, self.keys.size - 1)
-        out[fits] = np.where(self.keys[at] == wanted, at, -1)
+        at, hit = find_sorted(self.keys, wanted)
+        out[fits] = np.where(hit, at, -1)
         return out
 
     def _find(self, key: int) -> int:

@@ -86,10 +86,14 @@ class Knobs:
     def reset_usage(self) -> None:
         self.usage = {"tokens": 0, "templates": 0}
 
-    def _record_usage(self, used: np.ndarray) -> None:
+    def _record_usage(self, used: np.ndarray, scored_only: bool = False) -> None:
+        """Count the templates each token scored (`used`); with scored_only, only tokens that scored any
+        count (labels fixed in advance are not decisions)."""
+        tokens = int(np.count_nonzero(used)) if scored_only else used.shape[0]
+        templates = int(used.sum())
         with self._stats_lock:
-            self.usage["tokens"] += int(used.shape[0])
-            self.usage["templates"] += int(used.sum())
+            self.usage["tokens"] += tokens
+            self.usage["templates"] += templates
 
     @property
     def templates_per_token(self) -> float:

@@ -17,6 +17,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..checks import check_number
+from ..runtime.arrays import find_sorted
 from .batching import DocBatch
 
 DEFAULT_MIN_LABEL_COUNT = 5  # training tokens a label needs (rarer edit rules and feature sets are not labels)
@@ -127,8 +128,7 @@ class KnownWords:
         if not len(keys) or not batch.n_tokens or TAG not in columns.attrs:
             return NO_FIXED
         wanted = pair_keys(columns[ORTH], columns[TAG])
-        at = np.searchsorted(keys, wanted).clip(0, len(keys) - 1)
-        hit = keys[at] == wanted
+        at, hit = find_sorted(keys, wanted)
         if not hit.any():
             return NO_FIXED
         return np.where(hit, labels[at], -1).astype(np.int32)

@@ -30,6 +30,7 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from ..clusters import ClusterTable, key_of
+from ..runtime.arrays import find_sorted, unique
 from ..word_codes import BASE_READINGS, SUFFIX_READINGS
 from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
 from .tagger import SparseTagger
@@ -183,24 +184,31 @@ class SparseLemmatizer(KnownWords, SparseTagger):
     def _lemma_values(self, vocab: Vocab, orth: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The lemma hash per token (words `orth` of docs of `vocab`) for the predicted label indices. Lemmas
         made before are found by a binary search over a sorted cache keyed by a 64-bit mix of (word, rule); only
-        pairs not met before are made in Python (the cache serves the component's own vocab: another vocab
-        must be given each lemma string)."""
+        pairs not met before are made in Python, once per distinct pair (the cache serves the component's own
+        vocab: another vocab must be given each lemma string)."""
         pairs = orth.astype(np.uint64) * KEY_MUL + labels.astype(np.uint64)
-        keys, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
         own_vocab = vocab is self.vocab
         with self._made_lock:
             made_keys, made_values = self._made
-            at = np.searchsorted(made_keys, keys).clip(0, max(0, len(made_keys) - 1))
-            hit = (made_keys[at] == keys) if len(made_keys) and own_vocab else np.zeros(len(keys), dtype=bool)
-            out = np.where(hit, made_values[at] if len(made_keys) else 0, 0).astype(np.uint64)
+            if own_vocab and len(made_keys):
+                at, hit = find_sorted(made_keys, pairs)
+                out = made_values[at]
+                if hit.all():  # the usual case once a text's common words were met
+                    return out
+            else:
+                hit = np.zeros(len(pairs), dtype=bool)
+                out = np.zeros(len(pairs), dtype=np.uint64)
             missed = np.flatnonzero(~hit)
-            if len(missed):
-                strings, rules, table = vocab.strings, self._rules, self.lexicon.clusters
-                for j, i in zip(missed.tolist(), first[missed].tolist()):
-                    out[j] = strings.add(dictionary_lemma(strings[int(orth[i])], int(labels[i]), rules, table))
-                if own_vocab:
-                    self._made = self._remember(made_keys, made_values, keys[missed], out[missed])
-        return out[inverse]
+            keys, inverse = unique(pairs[missed], return_inverse=True)
+            first = np.full(len(keys), len(missed), dtype=np.int64)
+            np.minimum.at(first, inverse, np.arange(len(missed)))
+            strings, rules, table = vocab.strings, self._rules, self.lexicon.clusters
+            made = np.array([strings.add(dictionary_lemma(strings[int(orth[i])], int(labels[i]), rules, table))
+                             for i in missed[first].tolist()], dtype=np.uint64)
+            out[missed] = made[inverse]
+            if own_vocab:
+                self._made = self._remember(made_keys, made_values, keys, made)
+        return out
 
     @staticmethod
     def _remember(keys: np.ndarray, values: np.ndarray, new_keys: np.ndarray,

@@ -203,7 +203,7 @@ class SequencePipe(SparsePipe):
             )
 
         self._over_segments(batch, label)
-        self._record_usage(used[used > 0] if len(fixed) else used)
+        self._record_usage(used, scored_only=len(fixed) > 0)
         return pred, batch.doc_off
 
     def _train_batch(self, model: SparseLinearModel, examples: List[Example]) -> int:

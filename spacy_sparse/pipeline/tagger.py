@@ -12,6 +12,7 @@ from spacy.training import Example
 from spacy.util import registry
 from spacy.vocab import Vocab
 
+from ..runtime.arrays import find_sorted
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS, "morph": MORPH, "lemma": LEMMA}
@@ -127,8 +128,8 @@ class SparseTagger(SequencePipe):
         values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
         if not len(self._sorted_values):
             return np.full(n_tokens, -1, dtype=np.int32)
-        pos = np.searchsorted(self._sorted_values, values).clip(0, len(self._sorted_values) - 1)
-        found = (self._sorted_values[pos] == values) & (values != 0)
+        pos, found = find_sorted(self._sorted_values, values)
+        found &= values != 0
         return np.where(found, self._sorted_index[pos], -1).astype(np.int32)
 
     def _gold_values(self, eg: Example) -> np.ndarray:

@@ -24,3 +24,13 @@ def unique(a: np.ndarray, return_inverse: bool = False) -> Union[np.ndarray, Tup
     inverse = np.empty(a.shape[0], dtype=np.intp)
     inverse[order] = np.cumsum(first) - 1
     return values, inverse
+
+
+def find_sorted(keys: np.ndarray, wanted: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(position, found) of each wanted value in the sorted, non-empty array
+    `keys`: where found, keys[position] == the value. np.minimum, not
+    ndarray.clip, keeps the position in range: clip's Python wrapper costs
+    more than the search on a short sentence's few values."""
+    at = np.searchsorted(keys, wanted)
+    np.minimum(at, keys.shape[0] - 1, out=at)
+    return at, keys[at] == wanted
