@@ -114,8 +114,9 @@ def top_score(scores):
 
 @leaf
 def leads(scores, margin):
-    """Whether the best label leads every other by `margin` (>= 0), and the
-    best label (the first of equal best ones). Three passes without a
+    """Whether the best label leads every other by `margin` (>= 0), and,
+    when it does, the best label (the first of equal best ones; 0 when it
+    does not). Three passes without a
     branch that depends on the scores, but the last: the top score, a count
     of the labels within the margin of it (which vectorizes), and where the
     top is. A running best label compared label by label took twice as long
@@ -125,8 +126,11 @@ def leads(scores, margin):
     close = 0
     for y in range(scores.shape[0]):
         close += scores[y] > lo
-    # with margin > 0 the top itself is above lo
-    return close <= 1, first_holding(scores, top)
+    # with margin > 0 the top itself is above lo; the best label is asked for only where the test holds (a
+    # decision reads `cand` only then: decided)
+    if close > 1:
+        return False, 0
+    return True, first_holding(scores, top)
 
 
 @leaf
