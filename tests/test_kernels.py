@@ -151,9 +151,10 @@ def test_margin_none_scores_every_template(trained, ewt_refs):
 
 
 def test_leads_matches_top_two():
-    """The margin test agrees with sorting the valid scores, and names the
-    first of the best labels, ties and NEG_INF (invalid labels) included, for
-    label counts around its eight-way unrolled pass."""
+    """The margin test agrees with sorting the valid scores, and where it
+    holds names the first of the best labels (a decision reads it only
+    then), ties and NEG_INF (invalid labels) included, for label counts
+    around its eight-way unrolled pass."""
     from spacy_sparse.kernels.scoring import leads, open_scores
 
     rng = np.random.default_rng(0)
@@ -169,7 +170,8 @@ def test_leads_matches_top_two():
         expect = len(top) < 2 or float(top[0] - top[1]) >= margin
         done, cand = leads(scores, margin)
         assert done == expect, (trial, margin)
-        assert cand == int(np.flatnonzero(scores == top[0])[0]) and valid[cand]
+        if done:
+            assert cand == int(np.flatnonzero(scores == top[0])[0]) and valid[cand]
 
 
 def test_word_type_rows_are_the_rows_keys_find(ewt_refs):

@@ -18,3 +18,6 @@ from numba.core.cpu import CPUTargetOptions
 # slower, the same results
 NO_NRT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
 leaf = njit(cache=True, nogil=True, **NO_NRT)
+# a leaf numba inlines into its caller's IR: numba compiles each jitted function on its own and links it after
+# optimizing, so LLVM never inlines a leaf, and a hot helper pays a call (and its arguments' spills) each time
+inline_leaf = njit(cache=True, nogil=True, inline="always", **NO_NRT)

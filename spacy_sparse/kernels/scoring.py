@@ -12,7 +12,7 @@ from numba import types
 from numba.extending import overload
 
 from .hashing import prefetch_home, table_find
-from .jit import NO_NRT, leaf
+from .jit import NO_NRT, inline_leaf, leaf
 from .layout import HOT, LOOKAHEAD
 from .prefetch import prefetch_row, prefetch_rows, prefetch_span
 from .rows import widen_span
@@ -20,7 +20,7 @@ from .rows import widen_span
 NEG_INF = np.float32(-3.0e38)
 
 
-@leaf
+@inline_leaf
 def add_row(scores, W, row):
     """Add one feature's weight row to the label scores."""
     if row >= 0:
@@ -220,7 +220,7 @@ SPAN_BITS = np.int64(16)
 SPAN_MASK = np.int64(0xFFFF)
 
 
-@leaf
+@inline_leaf
 def add_span(scores, lv, span):
     """Add one feature's nonzero weights, packed as span = start << 16 |
     count into `lv` (rows of (label, value))."""
@@ -229,7 +229,7 @@ def add_span(scores, lv, span):
         scores[np.int64(lv[k, 0])] += lv[k, 1]
 
 
-@leaf
+@inline_leaf
 def add_coded(scores, lc, book, span):
     """add_span for the coded layout: entries label << 8 | code, the value
     book[code] (a model whose weights take at most 256 values: DC-ADMM's)."""
@@ -266,7 +266,7 @@ def probe_block(keys, t0, t1, weights, ahead, at):
                 prefetch_span(weights.lv, r)
 
 
-@leaf
+@inline_leaf
 def add_block(scores, weights, ahead, at, n):
     """Add the packed rows ahead[at:at + n] (probe_block's) in order."""
     W, lv, lc, book = weights.W, weights.lv, weights.lc, weights.book
