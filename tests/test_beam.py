@@ -97,6 +97,7 @@ def beam_trained(tagger_nlp, refs, epochs, seed=0, **config):
     return nlp, parser
 
 
+@pytest.mark.full
 def test_global_training_fits_its_training_docs(trained, ewt_refs):
     # max-violation updates with restarts go on until the beam's best parse of each training doc (sentences
     # given or not) is its gold tree: on a handful of docs nearly every arc

@@ -335,13 +335,18 @@ def test_a_stop_signal_while_a_doc_is_written_waits_until_it_is_counted():
     assert written == [1, 2] and stats == {"docs": 2, "words": 10}
 
 
-def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
-    """tag --n-process 2 (workers tokenize, annotate and serialize; the parent writes in input order) gives
-    the bytes of one process, bad lines reported by line number as before."""
+def _dev_lines_with_a_bad_one(tmp_path, ewt_refs):
     lines = [r.text.replace("\n", " ").encode() for r in ewt_refs["dev"]]
     lines[7] = b"\xff\xfe broken"
     src = tmp_path / "in.txt"
     src.write_bytes(b"\n".join(lines) + b"\n")
+    return src, lines
+
+
+def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
+    """tag --n-process 2 (workers tokenize, annotate and serialize; the parent writes in input order) gives
+    the bytes of one process, bad lines reported by line number as before."""
+    src, lines = _dev_lines_with_a_bad_one(tmp_path, ewt_refs)
     outs = []
     for n in ("1", "2"):
         out = tmp_path / f"out{n}.jsonl"
@@ -349,9 +354,16 @@ def test_worker_processes_write_the_same_bytes(tmp_path, ewt_refs):
         assert proc.returncode == 0, proc.stderr
         assert "line 8: invalid UTF-8" in proc.stderr.decode()
         outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and outs[0].count(b"\n") == len(lines) - 1
+
+
+@pytest.mark.full
+def test_worker_processes_write_the_same_conllu_and_docbins(tmp_path, ewt_refs):
+    """The same for the other output formats: CoNLL-U bytes, and DocBin docs with their line numbers."""
+    src, lines = _dev_lines_with_a_bad_one(tmp_path, ewt_refs)
+    for n in ("1", "2"):
         assert run_tag(str(src), str(tmp_path / f"out{n}.conllu"), "--batch-size", "16", "--n-process", n).returncode == 0
         assert run_tag(str(src), str(tmp_path / f"out{n}.spacy"), "--batch-size", "16", "--n-process", n).returncode == 0
-    assert outs[0] == outs[1] and outs[0].count(b"\n") == len(lines) - 1
     assert (tmp_path / "out1.conllu").read_bytes() == (tmp_path / "out2.conllu").read_bytes()
     nlp = spacy.blank("en")
     docs = [[(d.user_data["line"], d.to_json()) for p in sorted((tmp_path / f"out{n}.spacy").glob("*.spacy"))

@@ -314,17 +314,27 @@ sys.exit(1 if errors else 0)
 """
 
 
-def test_training_while_predicting_never_crashes(tmp_path):
-    """nlp.update in one thread while two threads run nlp.pipe on the same pipeline: predictions wait for a
-    training step instead of reading arrays it replaces (this died with SIGSEGV before the guard)."""
+def _race(tmp_path, seconds):
     import subprocess
     import sys
     from pathlib import Path
 
     script = tmp_path / "race.py"
-    script.write_text(CONCURRENT_SCRIPT.format(tests=str(Path(__file__).parent), seconds=8))
+    script.write_text(CONCURRENT_SCRIPT.format(tests=str(Path(__file__).parent), seconds=seconds))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+
+
+def test_training_while_predicting_never_crashes(tmp_path):
+    """nlp.update in one thread while two threads run nlp.pipe on the same pipeline: predictions wait for a
+    training step instead of reading arrays it replaces (this died with SIGSEGV before the guard)."""
+    _race(tmp_path, seconds=3)
+
+
+@pytest.mark.full
+def test_training_while_predicting_never_crashes_over_a_longer_race(tmp_path):
+    """The same race for longer, so rarer interleavings get their chance."""
+    _race(tmp_path, seconds=20)
 
 
 def test_annotating_pass_may_use_recent_averages_but_evaluation_gets_current_ones(ewt_refs):
