@@ -276,6 +276,7 @@ def test_tagger_reads_clusters_and_saves_them(ewt_refs):
 WORDNET_GAIN = 10  # 478 against 463
 
 
+@pytest.mark.full  # two taggers trained on the whole training slice
 def test_tagger_reads_casefreq_where_words_are_new(ewt_refs):
     """On words the training slice never had, the usual case and frequency of
     the word (casefreq) tell names from common words, and WordNet's readings

@@ -402,7 +402,7 @@ def test_work_units_are_cut_by_docs_or_by_characters(ewt_refs):
     assert all(len(unit) <= 3 for unit in work_units(records, 3, 10**9))
 
 
-@pytest.mark.parametrize("name", ["out.jsonl", "out.spacy"])
+@pytest.mark.parametrize("name", ["out.jsonl", pytest.param("out.spacy", marks=pytest.mark.full)])
 def test_a_dead_worker_ends_tag_with_an_error_not_a_hang(tmp_path, name):
     """A tag worker killed mid-run (OOM killer, say): the command stops with an error naming the cause, the
     output holds whole lines only, and nothing waits forever for the lost batch."""
