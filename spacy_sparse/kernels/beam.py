@@ -146,17 +146,13 @@ def expand(cands, n, width, base, scores, valid, item, base_cost, cost, augment)
 
 
 @njit(cache=True, nogil=True)
-def segment_tokens(tokens, start, end):
-    """The structs.Tokens of segment [start, end), numbered from its start
-    (views: a beam's items keep arrays over their segment only)."""
-    return Tokens(tokens.lex_rows[start:end], tokens.lex, tokens.tags[start:end], tokens.poss[start:end])
-
-
-@njit(cache=True, nogil=True)
 def segment_at(tokens, seg_off, seg_single, d):
-    """Segment d's start, end, whether it is one sentence, and its tokens."""
+    """Segment d's start, end, whether it is one sentence, and its
+    structs.Tokens numbered from its start (views: a beam's items keep
+    arrays over their segment only)."""
     start, end = seg_off[d], seg_off[d + 1]
-    return start, end, seg_single[d] != 0, segment_tokens(tokens, start, end)
+    seg = Tokens(tokens.lex_rows[start:end], tokens.lex, tokens.tags[start:end], tokens.poss[start:end])
+    return start, end, seg_single[d] != 0, seg
 
 
 @njit(cache=True, nogil=True)

@@ -200,11 +200,11 @@ class SparseLemmatizer(KnownWords, SparseTagger):
                 out = np.zeros(len(pairs), dtype=np.uint64)
             missed = np.flatnonzero(~hit)
             keys, inverse = unique(pairs[missed], return_inverse=True)
-            first = np.full(len(keys), len(missed), dtype=np.int64)
-            np.minimum.at(first, inverse, np.arange(len(missed)))
+            one = np.empty(len(keys), dtype=np.int64)  # a token of each new pair (its word and rule are the key's)
+            one[inverse] = missed
             strings, rules, table = vocab.strings, self._rules, self.lexicon.clusters
             made = np.array([strings.add(dictionary_lemma(strings[int(orth[i])], int(labels[i]), rules, table))
-                             for i in missed[first].tolist()], dtype=np.uint64)
+                             for i in one.tolist()], dtype=np.uint64)
             out[missed] = made[inverse]
             if own_vocab:
                 self._made = self._remember(made_keys, made_values, keys, made)
