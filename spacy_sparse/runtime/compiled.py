@@ -174,32 +174,6 @@ def _value_check(spec: Any) -> Callable[[Any], bool]:
     return check
 
 
-def _checker(spec: Any) -> Callable[[Any, Any], bool]:
-    """check(value, last): whether `value` has the described type, where any part of it that is the very object
-    in the same place of `last` (the last passing call's argument) is taken as checked. A group of arrays comes
-    as a new tuple at each call around a model's arrays that come back every time, so only its new members are
-    looked at, in one pass."""
-    if isinstance(spec, dict) and "tuple" in spec:
-        parts = [_checker(part) for part in spec["tuple"]]
-        n = len(parts)
-        unknown = (_NOTHING,) * n
-
-        def check(value: Any, last: Any) -> bool:
-            if value is last:
-                return True
-            if type(value) is not tuple or len(value) != n:
-                return False
-            if type(last) is not tuple or len(last) != n:
-                last = unknown
-            for c, v, b in zip(parts, value, last):
-                if not c(v, b):
-                    return False
-            return True
-        return check
-    leaf = _value_check(spec)
-    return lambda value, last: value is last or leaf(value)
-
-
 # stands for "no last call" (None could be an argument)
 _NOTHING = object()
 # what each remembering check holds: [last call's arguments] and how many there are (forget_arguments)
@@ -222,17 +196,22 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
 
     The arguments of the last call that passed are kept (references, so
     their ids cannot be reused), and an argument that is the very same
-    object again, or a group holding some of the very same objects, is not
-    checked again for those (_checker): a model's arrays, templates and label
-    masks come back at every call, and checking them all made a short
-    nlp(text) spend a tenth of its time here. An array keeps its dtype and
-    layout for life; only its shape or writeable flag could be changed in
-    place, which nothing does to the arrays passed here. With `remember`
-    False (the kernels that run once per loaded model, whose arguments are
-    that load's temporaries: ONE_SHOT) nothing is kept, so those go when
-    the load is done (they held 40 MB of the shipped pipeline)."""
-    checks = [_checker(spec) for spec in specs]
-    n = len(checks)
+    object again, or a member of a group that is the very same object in
+    the same place of the last call's group, is not checked again: a
+    model's arrays, templates and label masks come back at every call (in a
+    new tuple around them), and checking them all made a short nlp(text)
+    spend a tenth of its time here; the loop tests identity inline, so only
+    a new object costs a call. An array keeps its dtype and layout for
+    life; only its shape or writeable flag could be changed in place, which
+    nothing does to the arrays passed here. With `remember` False (the
+    kernels that run once per loaded model, whose arguments are that load's
+    temporaries: ONE_SHOT) nothing is kept, so those go when the load is
+    done (they held 40 MB of the shipped pipeline)."""
+    # per argument: (its check, None) or, for a group, (None, its members' checks); a group inside a group is
+    # checked whole
+    plan = [(None, tuple(_value_check(part) for part in spec["tuple"]))
+            if isinstance(spec, dict) and "tuple" in spec else (_value_check(spec), None) for spec in specs]
+    n = len(plan)
     last: List[Tuple[Any, ...]] = [(_NOTHING,) * n]
     if remember:
         _MEMORIES.append((last, n))
@@ -240,9 +219,20 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     def check(args: Sequence[Any]) -> bool:
         if len(args) != n:
             return False
-        for c, a, b in zip(checks, args, last[0]):
-            if not c(a, b):
+        for (test, parts), value, before in zip(plan, args, last[0]):
+            if value is before:
+                continue
+            if parts is None:
+                if not test(value):
+                    return False
+                continue
+            if type(value) is not tuple or len(value) != len(parts):
                 return False
+            if type(before) is not tuple or len(before) != len(parts):
+                before = (_NOTHING,) * len(parts)
+            for member_test, member, member_before in zip(parts, value, before):
+                if member is not member_before and not member_test(member):
+                    return False
         if remember:
             last[0] = tuple(args)
         return True
