@@ -197,3 +197,72 @@ def test_views_find_whitespace_through_the_lexicon_as_spacy_does(full, dev_texts
     rows, values, _ = by_lexicon.columns.looked_up[1]
     fresh, fresh_values, _ = tagger.lexicon.lookup(by_lexicon.columns.table[:, 0])
     assert (values[rows] == fresh_values[fresh]).all()
+
+
+def annotations(doc):
+    return [(t.text, t.tag_, t.pos_, t.dep_, t.head.i, t.is_sent_start, t.lemma_, str(t.morph)) for t in doc]
+
+
+def test_components_share_a_docs_view_and_read_it_as_a_new_one(full, dev_texts, monkeypatch):
+    """The next component reuses the view the last one made of a doc (views.SHARED_VIEWS); every annotation is
+    what views made afresh for each component give, also when a component in between changes the doc: a
+    retokenized doc gets a new view, and tags changed on the doc reach the view."""
+    from spacy.language import Language
+
+    from spacy_sparse.pipeline import views as views_module
+
+    texts = [t.replace(". ", ".\n\n").replace(", ", ",\n") for t in dev_texts[:40]]
+    made = []
+    real_view = views_module._view
+    monkeypatch.setattr(views_module, "_view", lambda doc, keep: made.append(1) or real_view(doc, keep))
+    shared = [annotations(d) for d in full.pipe(texts)]
+    spaced = sum(any(t.is_space for t in full.make_doc(t)) for t in texts)
+    assert spaced >= 20 and len(made) == spaced  # one view per doc, for all five components that read views
+    monkeypatch.setattr(views_module.SHARED_VIEWS, "get", lambda doc, words: None)
+    assert [annotations(d) for d in full.pipe(texts)] == shared
+
+    def retag(doc):
+        for token in doc:
+            if token.tag_ == "NN":
+                token.tag_ = "NNS"
+        return doc
+
+    def merge(doc):
+        if len(doc) > 1:
+            with doc.retokenize() as retokenizer:  # the doc's first two tokens become one
+                retokenizer.merge(doc[0:2])
+        return doc
+
+    for name, step, after in (("test_retag", retag, "sparse_tagger"), ("test_merge", merge, "sparse_parser")):
+        if name not in Language.factories:
+            Language.component(name, func=step)
+        full.add_pipe(name, after=after)
+    try:
+        fresh = [annotations(d) for d in full.pipe(texts)]
+        monkeypatch.undo()
+        assert [annotations(d) for d in full.pipe(texts)] == fresh
+    finally:
+        full.remove_pipe("test_retag")
+        full.remove_pipe("test_merge")
+
+
+def test_shared_views_keep_no_doc_alive(full):
+    import gc
+
+    from spacy_sparse.pipeline.views import SHARED_VIEWS
+
+    doc = full("A first line\nand a second one\n\nthen a paragraph.")
+    assert SHARED_VIEWS._entries
+    key = id(doc)
+    assert key in SHARED_VIEWS._entries
+    del doc
+    gc.collect()
+    assert key not in SHARED_VIEWS._entries
+
+
+def test_entity_marks_without_types_pass_through_views(full):
+    """doc.ents = [] marks every token O with no entity type (what an NER that found nothing leaves)."""
+    doc = full.make_doc("Hello there.\n\nA new  line here.")
+    doc.ents = []
+    doc = full(doc)
+    assert [t.tag_ for t in doc if t.is_space] == ["_SP", "_SP"] and all(t.ent_iob_ == "O" for t in doc)

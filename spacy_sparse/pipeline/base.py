@@ -337,7 +337,7 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         docs = list(docs)
         held, self._just_trained = self._just_trained, None
         annotating = held is not None and len(docs) > 0 and {id(d) for d in docs} <= {id(d) for d in held}
-        views = Views(docs, self._reads(model), self.lexicon)
+        views = Views(docs, self._reads(model), self.lexicon, shared=True)
         with model.guard.reading():
             return Predictions(self._predict(views.docs, model, ANNOTATE_STALE_STEPS if annotating else 0,
                                              views.columns), views)

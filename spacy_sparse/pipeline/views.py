@@ -15,7 +15,10 @@ entity unless one runs on both sides (entities set before stay as they were).
 
 A doc without whitespace tokens is its own view: nothing is copied.
 """
-from typing import List, Optional, Sequence
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, HEAD, IS_SPACE, LEMMA, MORPH, ORTH, POS, SENT_START, SPACY, TAG
@@ -46,7 +49,7 @@ def line_breaks(text: str) -> int:
 
 def _view(doc: Doc, keep: np.ndarray) -> Doc:
     """The doc without its whitespace tokens, with the annotation later
-    components read, and the gap classes in user_data[GAP_KEY]."""
+    components read (_carry), and the gap classes in user_data[GAP_KEY]."""
     n = len(doc)
     space = np.ones(n, dtype=bool)
     space[keep] = False
@@ -63,21 +66,81 @@ def _view(doc: Doc, keep: np.ndarray) -> Doc:
     view = Doc(doc.vocab, words=[strings[o] for o in doc.to_array(ORTH)[keep].tolist()],
                spaces=(gaps != GAP_NONE).tolist())
     view.user_data[GAP_KEY] = gaps.astype(np.uint64)
-    attrs = [a for a, name in zip(CARRIED, CARRIED_NAMES) if doc.has_annotation(name)]
-    if attrs:
-        values = doc.to_array(attrs).reshape(len(doc), -1)
-        if SENT_START in attrs:
-            col = values[:, attrs.index(SENT_START)].view(np.int64)
-            # a start set on whitespace moves to the next word; the view's first word starts its doc
-            moved = np.searchsorted(keep, np.flatnonzero(col[: len(doc)] == 1))
-            col[keep[moved[moved < len(keep)]]] = 1
-            col[keep[0]] = 1
-        kept = np.ascontiguousarray(values[keep])
-        if ENT_IOB in attrs:
-            kept[:, [attrs.index(ENT_IOB), attrs.index(ENT_TYPE)]] = valid_iob(
-                kept[:, [attrs.index(ENT_IOB), attrs.index(ENT_TYPE)]])
-        view.from_array(attrs, kept)
+    _carry(doc, view, keep, fresh=True)
     return view
+
+
+def _carry(doc: Doc, view: Doc, keep: np.ndarray, fresh: bool) -> None:
+    """Give the view the doc's annotation of CARRIED. A view made before (not
+    `fresh`) also loses what the doc lacks (it is written as unset), so it
+    reads as a new one would."""
+    attrs = [a for a, name in zip(CARRIED, CARRIED_NAMES)
+             if doc.has_annotation(name) or (not fresh and view.has_annotation(name))]
+    if not attrs:
+        return
+    if (ENT_IOB in attrs) != (ENT_TYPE in attrs):  # entity marks all O have no type
+        attrs = [a for a in attrs if a not in (ENT_IOB, ENT_TYPE)] + [ENT_IOB, ENT_TYPE]
+    values = doc.to_array(attrs).reshape(len(doc), -1)
+    if SENT_START in attrs and doc.has_annotation("SENT_START"):
+        col = values[:, attrs.index(SENT_START)].view(np.int64)
+        # a start set on whitespace moves to the next word; the view's first word starts its doc
+        moved = np.searchsorted(keep, np.flatnonzero(col[: len(doc)] == 1))
+        col[keep[moved[moved < len(keep)]]] = 1
+        col[keep[0]] = 1
+    kept = np.ascontiguousarray(values[keep])
+    if ENT_IOB in attrs:
+        kept[:, [attrs.index(ENT_IOB), attrs.index(ENT_TYPE)]] = valid_iob(
+            kept[:, [attrs.index(ENT_IOB), attrs.index(ENT_TYPE)]])
+    view.from_array(attrs, kept)
+
+
+class _ViewCache:
+    """The views made for the docs of the last batches, so that the next
+    component reuses a doc's view instead of making it again: making a view
+    (a new Doc) cost about as much as all the kernels of a pipeline on text
+    with line breaks (UD's raw-text layout, most files `tag` reads). A view
+    is reused only for the very doc it was made of (a weak reference, so no
+    doc is kept alive), with the same words and spaces (ORTH and SPACY as
+    they were); its annotation is carried again from the doc (_carry), so it
+    reads as a new view would. Entries go when their doc goes, and past
+    MAX_TOKENS of views held the oldest go."""
+
+    MAX_TOKENS = 200_000
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()  # a weak reference's callback may run inside a locked section
+        self._entries: "OrderedDict[int, Tuple[Any, Doc, np.ndarray, np.ndarray]]" = OrderedDict()
+        self._tokens = 0
+
+    def get(self, doc: Doc, words: np.ndarray) -> Optional[Tuple[Doc, np.ndarray]]:
+        """(view, keep) made of `doc` when its ORTH and SPACY were `words`, or None."""
+        with self._lock:
+            entry = self._entries.get(id(doc))
+        if entry is None or entry[0]() is not doc or not np.array_equal(entry[3], words):
+            return None
+        return entry[1], entry[2]
+
+    def put(self, doc: Doc, view: Doc, keep: np.ndarray, words: np.ndarray) -> None:
+        key = id(doc)
+
+        def gone(_: Any, key: int = key) -> None:
+            self._drop(key)
+
+        with self._lock:
+            self._drop(key)
+            self._entries[key] = (weakref.ref(doc, gone), view, keep, words)
+            self._tokens += len(view)
+            while self._tokens > self.MAX_TOKENS and len(self._entries) > 1:
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: int) -> None:
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is not None:
+                self._tokens -= len(entry[1])
+
+
+SHARED_VIEWS = _ViewCache()
 
 
 class Views:
@@ -85,7 +148,8 @@ class Views:
     back, and `columns`: the views' attributes in `attrs` (and ORTH,
     SENT_START) as batching.DocColumns, read with one array call per doc."""
 
-    def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (), lexicon: Optional[Lexicon] = None):
+    def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (), lexicon: Optional[Lexicon] = None,
+                 shared: bool = False):
         # with a lexicon, whitespace tokens are found through the word types' rows, which the batch needs
         # anyway, instead of a column of IS_SPACE (a lexeme flag Doc.to_array reads at ~19 ns a token)
         if lexicon is None:
@@ -111,8 +175,19 @@ class Views:
                 continue
             doc = self.docs[i]
             keep = np.flatnonzero(~space[columns.doc_off[i]:columns.doc_off[i + 1]])
+            view = None
+            if shared and len(keep):  # (with SHARED_VIEWS: predictions, whose views no training step changes)
+                words = doc.to_array([ORTH, SPACY])
+                found = SHARED_VIEWS.get(doc, words)
+                if found is not None and np.array_equal(found[1], keep):
+                    view = found[0]
+                    _carry(doc, view, keep, fresh=False)
+            if view is None:
+                view = _view(doc, keep) if len(keep) else Doc(doc.vocab)
+                if shared and len(keep):
+                    SHARED_VIEWS.put(doc, view, keep, words)
             self.keep[i] = keep
-            self.docs[i] = view = _view(doc, keep) if len(keep) else Doc(doc.vocab)
+            self.docs[i] = view
             if len(keep):
                 parts.append(view.to_array(columns.attrs).reshape(len(view), -1))
         self.columns = DocColumns(self.docs, columns.attrs, parts)
