@@ -208,6 +208,35 @@ def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
 
 
 
+def test_a_kernel_called_by_several_owners_remembers_each_owners_last_call(monkeypatch):
+    """With an anchor (compiled.ANCHORS), the last call is kept per object in that place: components that call
+    one kernel in turn skip the checks of their own arrays; a new object is still checked, and fails if wrong."""
+    seen = []
+    real = compiled._value_check
+
+    def counting(spec):
+        inner = real(spec)
+        return lambda value: seen.append(id(value)) or inner(value)
+
+    monkeypatch.setattr(compiled, "_value_check", counting)
+    spec = {"array": "int64", "ndim": 1, "readonly": False}
+    check = compiled.arguments_check([spec, spec], anchor=0)
+    owners = [np.zeros(2, dtype=np.int64) for _ in range(3)]
+    rows = [np.zeros(4, dtype=np.int64) for _ in range(3)]
+    for owner, row in zip(owners, rows):
+        assert check((owner, row))
+    seen.clear()
+    for owner, row in zip(owners, rows):  # each owner's last call: nothing is checked again
+        assert check((owner, row))
+    assert seen == []
+    fresh = np.zeros(4, dtype=np.int64)
+    assert check((owners[1], fresh)) and seen == [id(fresh)]
+    assert not check((owners[2], fresh.astype(np.int32)))
+    compiled.forget_arguments()
+    seen.clear()
+    assert check((owners[0], rows[0])) and len(seen) == 2
+
+
 def test_the_kernels_of_a_load_keep_none_of_its_temporaries():
     """A kernel that runs once per loaded model (compiled.ONE_SHOT) is handed that load's temporaries; its
     check keeps no reference to them, so they go when the load is done, where a labelling kernel's check

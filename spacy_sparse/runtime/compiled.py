@@ -65,6 +65,13 @@ ENTRY_KERNELS: Dict[str, str] = {
     "find_pieces": "jsonl", "put_pieces": "jsonl", "join_pieces": "jsonl",
 }
 
+# The kernels several owners call in turn (each sequence component, each lexicon), and the argument that tells
+# the owners apart (the same object at every call of one owner: its model's templates or seeds, its word-row
+# columns, its table): their checks remember the last call of each owner (arguments_check's `anchor`).
+ANCHORS: Dict[str, int] = {"predict_sequence": 2, "word_rows": 2, "word_sums": 1, "find_many": 0}
+# how many owners' last calls such a check remembers (the oldest goes first)
+OWNERS = 16
+
 # The kernels a model's loading calls once, on temporaries of that load (arguments_check keeps nothing of theirs).
 ONE_SHOT = frozenset({"fill_tables", "expand_rows", "scatter_rows", "span_tables", "narrow_table", "hot_rows"})
 
@@ -176,8 +183,9 @@ def _value_check(spec: Any) -> Callable[[Any], bool]:
 
 # stands for "no last call" (None could be an argument)
 _NOTHING = object()
-# what each remembering check holds: [last call's arguments] and how many there are (forget_arguments)
-_MEMORIES: List[Tuple[List[Tuple[Any, ...]], int]] = []
+# what each remembering check holds: [last call's arguments, last call per owner] and how many there are
+# (forget_arguments)
+_MEMORIES: List[Tuple[List[Any], int]] = []
 
 
 def forget_arguments() -> None:
@@ -189,9 +197,10 @@ def forget_arguments() -> None:
     each kernel checks its arguments afresh (microseconds)."""
     for last, n in _MEMORIES:
         last[0] = (_NOTHING,) * n
+        last[1] = {}
 
 
-def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
+def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optional[int] = None) -> Check:
     """True when a call's arguments have exactly the described types.
 
     The arguments of the last call that passed are kept (references, so
@@ -201,25 +210,36 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
     model's arrays, templates and label masks come back at every call (in a
     new tuple around them), and checking them all made a short nlp(text)
     spend a tenth of its time here; the loop tests identity inline, so only
-    a new object costs a call. An array keeps its dtype and layout for
-    life; only its shape or writeable flag could be changed in place, which
-    nothing does to the arrays passed here. With `remember` False (the
-    kernels that run once per loaded model, whose arguments are that load's
-    temporaries: ONE_SHOT) nothing is kept, so those go when the load is
-    done (they held 40 MB of the shipped pipeline)."""
+    a new object costs a call. With `anchor`, the last call is kept per
+    object in that place (up to OWNERS of them): several components call
+    one kernel in turn, each with its own model's arrays. An array keeps
+    its dtype and layout for life; only its shape or writeable flag could
+    be changed in place, which nothing does to the arrays passed here. With
+    `remember` False (the kernels that run once per loaded model, whose
+    arguments are that load's temporaries: ONE_SHOT) nothing is kept, so
+    those go when the load is done (they held 40 MB of the shipped
+    pipeline)."""
     # per argument: (its check, None) or, for a group, (None, its members' checks); a group inside a group is
     # checked whole
     plan = [(None, tuple(_value_check(part) for part in spec["tuple"]))
             if isinstance(spec, dict) and "tuple" in spec else (_value_check(spec), None) for spec in specs]
     n = len(plan)
-    last: List[Tuple[Any, ...]] = [(_NOTHING,) * n]
+    nothing = (_NOTHING,) * n
+    # [the last call's arguments, the last call per anchor object's id]
+    last: List[Any] = [nothing, {}]
     if remember:
         _MEMORIES.append((last, n))
 
     def check(args: Sequence[Any]) -> bool:
         if len(args) != n:
             return False
-        for (test, parts), value, before in zip(plan, args, last[0]):
+        before_call = last[0]
+        if anchor is not None:
+            owner = args[anchor]
+            before_call = last[1].get(id(owner), nothing)
+            if before_call[anchor] is not owner:
+                before_call = nothing
+        for (test, parts), value, before in zip(plan, args, before_call):
             if value is before:
                 continue
             if parts is None:
@@ -234,7 +254,14 @@ def arguments_check(specs: Sequence[Any], remember: bool = True) -> Check:
                 if member is not member_before and not member_test(member):
                     return False
         if remember:
-            last[0] = tuple(args)
+            if anchor is None:
+                last[0] = tuple(args)
+            else:
+                owners = last[1]
+                owners.pop(id(args[anchor]), None)
+                if len(owners) >= OWNERS:
+                    del owners[next(iter(owners))]
+                owners[id(args[anchor])] = tuple(args)
         return True
     return check
 
@@ -260,7 +287,8 @@ def _load() -> Dict[str, List[Tuple[Check, Callable]]]:
         out: Dict[str, List[Tuple[Check, Callable]]] = {}
         for entry in index["exports"]:
             function = getattr(modules[entry["library"]], entry["name"])
-            check = arguments_check(entry["args"], remember=entry["kernel"] not in ONE_SHOT)
+            check = arguments_check(entry["args"], remember=entry["kernel"] not in ONE_SHOT,
+                                    anchor=ANCHORS.get(entry["kernel"]))
             out.setdefault(entry["kernel"], []).append((check, function))
         return out
     except (OSError, ImportError, ValueError, KeyError, TypeError, AttributeError):
