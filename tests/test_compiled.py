@@ -178,9 +178,8 @@ def test_arguments_are_checked_before_a_compiled_kernel_runs():
     assert not check((good, 5, True, None))
 
 
-def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
-    """A model's arrays come back at every call: the same objects as in the
-    last call that passed skip their checks; any other object is checked."""
+def counted_checks(monkeypatch):
+    """The ids of the values the leaf checks made from now on look at, in order."""
     seen = []
     real = compiled._value_check
 
@@ -189,6 +188,13 @@ def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
         return lambda value: seen.append(id(value)) or inner(value)
 
     monkeypatch.setattr(compiled, "_value_check", counting)
+    return seen
+
+
+def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
+    """A model's arrays come back at every call: the same objects as in the
+    last call that passed skip their checks; any other object is checked."""
+    seen = counted_checks(monkeypatch)
     check = compiled.arguments_check([{"array": "int64", "ndim": 1, "readonly": False}, "int64"])
     model, batch = np.zeros(3, dtype=np.int64), np.zeros(2, dtype=np.int64)
     assert check((model, 5)) and len(seen) == 2
@@ -211,14 +217,7 @@ def test_arguments_of_the_last_passing_call_are_not_checked_again(monkeypatch):
 def test_a_kernel_called_by_several_owners_remembers_each_owners_last_call(monkeypatch):
     """With an anchor (compiled.ANCHORS), the last call is kept per object in that place: components that call
     one kernel in turn skip the checks of their own arrays; a new object is still checked, and fails if wrong."""
-    seen = []
-    real = compiled._value_check
-
-    def counting(spec):
-        inner = real(spec)
-        return lambda value: seen.append(id(value)) or inner(value)
-
-    monkeypatch.setattr(compiled, "_value_check", counting)
+    seen = counted_checks(monkeypatch)
     spec = {"array": "int64", "ndim": 1, "readonly": False}
     check = compiled.arguments_check([spec, spec], anchor=0)
     owners = [np.zeros(2, dtype=np.int64) for _ in range(3)]
