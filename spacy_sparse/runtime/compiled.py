@@ -69,7 +69,7 @@ ENTRY_KERNELS: Dict[str, str] = {
 # the owners apart (the same object at every call of one owner: its model's templates or seeds, its word-row
 # columns, its table): their checks remember the last call of each owner (arguments_check's `anchor`).
 ANCHORS: Dict[str, int] = {"predict_sequence": 2, "word_rows": 2, "word_sums": 1, "find_many": 0}
-# how many owners' last calls such a check remembers (the oldest goes first)
+# how many owners' last calls such a check remembers (when full, it starts afresh)
 OWNERS = 16
 
 # The kernels a model's loading calls once, on temporaries of that load (arguments_check keeps nothing of theirs).
@@ -211,7 +211,7 @@ def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optiona
     new tuple around them), and checking them all made a short nlp(text)
     spend a tenth of its time here; the loop tests identity inline, so only
     a new object costs a call. With `anchor`, the last call is kept per
-    object in that place (up to OWNERS of them): several components call
+    object in that place (up to OWNERS of them at a time): several components call
     one kernel in turn, each with its own model's arrays. An array keeps
     its dtype and layout for life; only its shape or writeable flag could
     be changed in place, which nothing does to the arrays passed here. With
@@ -257,11 +257,12 @@ def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optiona
             if anchor is None:
                 last[0] = tuple(args)
             else:
-                owners = last[1]
-                owners.pop(id(args[anchor]), None)
-                if len(owners) >= OWNERS:
-                    del owners[next(iter(owners))]
-                owners[id(args[anchor])] = tuple(args)
+                owners, key = last[1], id(args[anchor])
+                if key not in owners and len(owners) >= OWNERS:
+                    # start afresh: threads may share this check, and a new dict is one atomic step where
+                    # taking one owner out of a dict another thread writes to is not
+                    owners = last[1] = {}
+                owners[key] = tuple(args)
         return True
     return check
 
