@@ -266,3 +266,23 @@ def test_entity_marks_without_types_pass_through_views(full):
     doc.ents = []
     doc = full(doc)
     assert [t.tag_ for t in doc if t.is_space] == ["_SP", "_SP"] and all(t.ent_iob_ == "O" for t in doc)
+
+
+def test_threads_labelling_text_with_line_breaks_get_what_one_thread_gets(full, dev_texts):
+    """Threads share the view cache and the kernels' check memories (runtime/compiled.py): each thread's own
+    docs, with whitespace tokens, get exactly what one thread gives them, with nlp.pipe and with nlp(text)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [t.replace(". ", ".\n").replace(", ", ",  ") for t in dev_texts[:48]]
+    expected = [annotations(d) for d in full.pipe(texts)]
+
+    def work(k):
+        mine = texts[k::4]
+        piped = [annotations(d) for d in full.pipe(mine, batch_size=3)]
+        called = [annotations(full(t)) for t in mine]
+        return piped, called
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(4)))
+    for k, (piped, called) in enumerate(results):
+        assert piped == expected[k::4] and called == expected[k::4]
