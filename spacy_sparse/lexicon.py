@@ -171,6 +171,22 @@ def join_group(lexicon: "Lexicon") -> FormGroup:
         return group
 
 
+def add_keys(tab: np.ndarray, n_after: int, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Put keys -> rows into a table of one range at slot 0 (kernels/hashing.py), in place while `n_after` keys
+    keep it at most half full, else into a new, larger table holding every key; returns the table. Key 0 marks
+    an empty slot, so it is put as 1 (find_many asks for it so)."""
+    keys = np.where(keys == 0, np.uint64(1), keys).astype(np.uint64)
+    if 2 * n_after + 2 > tab.shape[0] // 2:
+        held, held_rows = tab[0::2], tab[1::2]
+        used = held != 0
+        keys = np.concatenate([held[used], keys])
+        rows = np.concatenate([held_rows[used].astype(np.int64), rows])
+        tab = new_table(capacity_for(2 * n_after))
+    fill_tables(np.zeros(len(keys), dtype=np.int32), keys, rows, np.array([0, tab.shape[0] // 2], dtype=np.int64),
+                tab)
+    return tab
+
+
 class Lexicon:
     """ORTH hash -> row of lexical atom values, grown on demand."""
 
@@ -273,16 +289,7 @@ class Lexicon:
             grown[: n_old + 1] = values[: n_old + 1]
             values = grown
         values[n_old + 1 : n_new + 1] = fresh
-        new_keys = np.where(new_orths == 0, np.uint64(1), new_orths).astype(np.uint64)
-        new_rows = np.arange(n_old + 1, n_new + 1, dtype=np.int64)
-        if 2 * n_new + 2 > tab.shape[0] // 2:
-            keys, rows = tab[0::2], tab[1::2]
-            used = keys != 0
-            new_keys = np.concatenate([keys[used], new_keys])
-            new_rows = np.concatenate([rows[used].astype(np.int64), new_rows])
-            tab = new_table(capacity_for(2 * n_new))
-        off = np.array([0, tab.shape[0] // 2], dtype=np.int64)
-        fill_tables(np.zeros(len(new_keys), dtype=np.int32), new_keys, new_rows, off, tab)
+        tab = add_keys(tab, n_new, new_orths, np.arange(n_old + 1, n_new + 1, dtype=np.int64))
         self._n = n_new
         self._snapshot = (tab, values, generation)
 

@@ -206,3 +206,24 @@ def test_known_pairs_are_fixed_and_checked_on_load(lemma_morph, tmp_path):
     srsly.write_json(cfg_path, cfg)
     with pytest.raises(ValueError, match="known"):
         spacy.load(tmp_path / "lm")
+
+
+def test_made_lemmas_are_found_again_as_the_table_grows_and_start_afresh_when_full(monkeypatch):
+    """The cache of lemmas made (MadeLemmas): every pair added is found with its lemma after the table grows, a
+    pair never added is not, and past MAX_CACHED pairs it empties before taking more."""
+    from spacy_sparse.pipeline import lemmatizer
+
+    made = lemmatizer.MadeLemmas()
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(1, 2 ** 63, size=5000, dtype=np.int64).astype(np.uint64))
+    lemmas = rng.integers(1, 2 ** 63, size=len(keys), dtype=np.int64).astype(np.uint64)
+    for part in np.array_split(np.arange(len(keys)), 7):  # added in batches: the table grows several times
+        made.add(keys[part], lemmas[part])
+    found, hit = made.find(keys[::-1].copy())
+    assert hit.all() and (found == lemmas[::-1]).all()
+    found, hit = made.find(np.array([3, 5], dtype=np.uint64))
+    assert not hit.any() and (found == 0).all()
+    monkeypatch.setattr(lemmatizer, "MAX_CACHED", len(keys) + 10)
+    made.add(np.array([7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27], dtype=np.uint64), np.arange(1, 12, dtype=np.uint64))
+    assert made.n == 11 and not made.find(keys[:3].copy())[1].any()
+    assert made.find(np.array([27], dtype=np.uint64))[0][0] == 11

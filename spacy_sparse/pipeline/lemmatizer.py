@@ -14,8 +14,8 @@ rule of the same suffix family whose lemma it knows ("provoked": `K2|ed` makes "
 Rules seen fewer than `min_label_count` times in the training data are not labels (they are mostly one-off
 irregular forms and typos).
 
-Writing lemmas looks each distinct (word, rule) pair of a batch up in a sorted array of the lemmas made
-before, so the string work is done once per pair the component meets, not once per token.
+Writing lemmas looks each (word, rule) pair of a batch up in a hash table of the lemmas made before
+(MadeLemmas), so the string work is done once per pair the component meets, not once per token.
 """
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -30,14 +30,16 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from ..clusters import ClusterTable, key_of
-from ..runtime.arrays import find_sorted, unique
+from ..kernels.layout import new_table
+from ..runtime.arrays import unique
+from ..lexicon import add_keys
+from ..runtime.compiled import find_many
 from ..word_codes import BASE_READINGS, SUFFIX_READINGS
 from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
 from .tagger import SparseTagger
 
 # the cache of made lemmas is emptied when it holds this many (word, rule) pairs
 MAX_CACHED = 1_000_000
-NO_KEYS = np.zeros(0, dtype=np.uint64)
 MIN_STEM = 3  # dictionary_lemma: shorter stems are whole-word replacements, not suffix edits
 KEY_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: (word, rule) -> one 64-bit cache key
 
@@ -140,6 +142,43 @@ def make_lemmatizer_scorer() -> Callable:
     return lemma_score
 
 
+class MadeLemmas:
+    """The lemma hashes made before, keyed by a 64-bit mix of (word, rule): an open-addressing table (the
+    lexicon's: `add_keys`, `find_many`) of rows into `lemmas`. A call looks its pairs up in one kernel and
+    adds new pairs in place; a sorted array, as this was, had to be sorted again whole at every new pair, so
+    one nlp(text) call on new text cost more the more text came before. Emptied once it holds MAX_CACHED
+    pairs. The owner's lock guards it."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.tab = new_table(1024)
+        self.lemmas = np.zeros(1, dtype=np.uint64)  # row 0 unused: rows start at 1
+        self.n = 0
+
+    def find(self, pairs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(lemma hash per pair, whether it was found)."""
+        rows = np.empty(pairs.shape[0], dtype=np.int64)
+        if not self.n or find_many(self.tab, self.tab.shape[0] // 2, pairs, rows) == pairs.shape[0]:
+            return np.zeros(pairs.shape[0], dtype=np.uint64), np.zeros(pairs.shape[0], dtype=bool)
+        hit = rows > 0
+        return self.lemmas[np.where(hit, rows, 0)], hit
+
+    def add(self, keys: np.ndarray, lemmas: np.ndarray) -> None:
+        """Add distinct pairs not held yet."""
+        if self.n + len(keys) > MAX_CACHED:
+            self.clear()
+        n_old, n_new = self.n, self.n + len(keys)
+        if n_new + 1 > self.lemmas.shape[0]:
+            grown = np.zeros(2 * (n_new + 1), dtype=np.uint64)
+            grown[: n_old + 1] = self.lemmas[: n_old + 1]
+            self.lemmas = grown
+        self.lemmas[n_old + 1: n_new + 1] = lemmas
+        self.tab = add_keys(self.tab, n_new, keys, np.arange(n_old + 1, n_new + 1, dtype=np.int64))
+        self.n = n_new
+
+
 class SparseLemmatizer(KnownWords, SparseTagger):
     """Assigns token.lemma_ by predicting an edit rule per token (see the module docstring); put it after a
     tagger, whose tags its templates read."""
@@ -150,7 +189,7 @@ class SparseLemmatizer(KnownWords, SparseTagger):
                  min_label_count: int = DEFAULT_MIN_LABEL_COUNT, overwrite: bool = False, **kwargs: Any):
         self._check_task_cfg({"annotate": annotate, "min_label_count": min_label_count, "overwrite": overwrite})
         self._rules: List[Tuple[str, str, str]] = []
-        self._made: Tuple[np.ndarray, np.ndarray] = (NO_KEYS, NO_KEYS)  # sorted (word, rule) keys, lemma hashes
+        self._made = MadeLemmas()
         self._made_lock = threading.Lock()
         super(SparseTagger, self).__init__(vocab, name, annotate=annotate, min_label_count=min_label_count,
                                            overwrite=overwrite, **kwargs)
@@ -164,7 +203,7 @@ class SparseLemmatizer(KnownWords, SparseTagger):
         rules = [parse_rule(label) for label in labels]  # a label that is not a rule is refused here
         with self._made_lock:
             self._rules = rules
-            self._made = (NO_KEYS, NO_KEYS)
+            self._made = MadeLemmas()
         return np.array([get_string_id(label) for label in labels], dtype=np.uint64)
 
     def _word_tag_labels(self, examples: Iterable[Example]):
@@ -183,16 +222,14 @@ class SparseLemmatizer(KnownWords, SparseTagger):
     # ---- inference -----------------------------------------------------------
     def _lemma_values(self, vocab: Vocab, orth: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The lemma hash per token (words `orth` of docs of `vocab`) for the predicted label indices. Lemmas
-        made before are found by a binary search over a sorted cache keyed by a 64-bit mix of (word, rule); only
-        pairs not met before are made in Python, once per distinct pair (the cache serves the component's own
-        vocab: another vocab must be given each lemma string)."""
+        made before come from the cache (MadeLemmas); only pairs not met before are made in Python, once per
+        distinct pair (the cache serves the component's own vocab: another vocab must be given each lemma
+        string)."""
         pairs = orth.astype(np.uint64) * KEY_MUL + labels.astype(np.uint64)
         own_vocab = vocab is self.vocab
         with self._made_lock:
-            made_keys, made_values = self._made
-            if own_vocab and len(made_keys):
-                at, hit = find_sorted(made_keys, pairs)
-                out = made_values[at]
+            if own_vocab:
+                out, hit = self._made.find(pairs)
                 if hit.all():  # the usual case once a text's common words were met
                     return out
             else:
@@ -207,18 +244,8 @@ class SparseLemmatizer(KnownWords, SparseTagger):
                              for i in one.tolist()], dtype=np.uint64)
             out[missed] = made[inverse]
             if own_vocab:
-                self._made = self._remember(made_keys, made_values, keys, made)
+                self._made.add(keys, made)
         return out
-
-    @staticmethod
-    def _remember(keys: np.ndarray, values: np.ndarray, new_keys: np.ndarray,
-                  new_values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """The cache with new pairs merged in (emptied first once it holds MAX_CACHED)."""
-        if len(keys) > MAX_CACHED:
-            keys, values = NO_KEYS, NO_KEYS
-        keys, values = np.concatenate([keys, new_keys]), np.concatenate([values, new_values])
-        order = np.argsort(keys, kind="stable")
-        return keys[order], values[order]
 
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
