@@ -51,6 +51,8 @@ WNPOS = "wnpos"  # the atom of a lowercase form's WordNet readings
 ATOMS = frozenset([name for name, _ in PREFIXES] + [CASEFREQ, WNPOS])
 MAX_ENTRIES = 4_000_000
 MAX_PATH_BITS = 62
+# atom_value_rows looks up at most this many forms one by one (_form_atoms), more as arrays
+FEW_FORMS = 4
 
 
 class ClusterTable:
@@ -354,6 +356,10 @@ def atom_value_rows(table: ClusterTable, texts: Sequence[str], orths: Optional[n
         return out
     orths = string_hashes(texts) if orths is None else orths
     lowers = string_hashes([t.lower() for t in texts]) if lowers is None else lowers
+    if n <= FEW_FORMS:
+        for i, (text, orth, lower) in enumerate(zip(texts, orths.tolist(), lowers.tolist())):
+            out[i] = _form_atoms(table, text, orth, lower)
+        return out
     if table.has_stats or table.has_senses:
         at = table.find_many(fold_many(lowers))
         found = at >= 0
@@ -373,6 +379,32 @@ def atom_value_rows(table: ClusterTable, texts: Sequence[str], orths: Optional[n
     values = np.array([_path_atoms(p) for p in paths.tolist()], dtype=np.uint64).reshape(-1, len(PREFIXES))
     out[:, :len(PREFIXES)] = values[where.reshape(-1)]
     return out
+
+
+def _index(table: ClusterTable, folded: int) -> int:
+    """The index of one folded key in the table, -1 where it has none (find_many for one key)."""
+    key = np.uint32(folded)  # the table's own type: a wider key would have the whole table cast first
+    i = int(table.keys.searchsorted(key))
+    return i if i < table.keys.shape[0] and table.keys[i] == key else -1
+
+
+def _form_atoms(table: ClusterTable, text: str, orth: int, lower: int) -> List[int]:
+    """atom_value_rows' row of one form, found by a search per key instead of one per kind of key for all:
+    for the few new word types of one short doc, a batch's array calls cost more than the searches."""
+    row = [0] * (len(PREFIXES) + 2)
+    if table.has_stats or table.has_senses:
+        at = _index(table, fold(lower))
+        row[-2] = int(_CODE_VALUES[table.stats[at] if at >= 0 else 0])
+        row[-1] = _reading_value(int(table.senses[at]) if at >= 0 else 0)
+    path = 0
+    for form in ("text", "lower", "title"):
+        h = orth if form == "text" else lower if form == "lower" else get_string_id(text.title())
+        at = _index(table, fold(h))
+        path = int(table.paths[at]) if at >= 0 else 0
+        if path:
+            break
+    row[:len(PREFIXES)] = _path_atoms(path)
+    return row
 
 
 def _reading_value(bits: int) -> int:
