@@ -96,9 +96,9 @@ def _carry(doc: Doc, view: Doc, keep: np.ndarray, fresh: bool) -> None:
 
 class _ViewCache:
     """The views made for the docs of the last batches, so that the next
-    component reuses a doc's view instead of making it again: making a view
-    (a new Doc) cost about as much as all the kernels of a pipeline on text
-    with line breaks (UD's raw-text layout, most files `tag` reads). A view
+    component reuses a doc's view instead of making it again: a new Doc per
+    component and doc was a large part of a pipeline's time on text with
+    line breaks (UD's raw-text layout, most files `tag` reads). A view
     is reused only for the very doc it was made of (a weak reference, so no
     doc is kept alive), with the same words and spaces (ORTH and SPACY as
     they were); its annotation is carried again from the doc (_carry), so it
