@@ -103,17 +103,23 @@ class ClusterTable:
         out[fits] = np.where(hit, at, -1)
         return out
 
-    def _find(self, key: int) -> int:
-        return int(self.find_many(np.array([key if 0 <= key <= 0xFFFFFFFF else -1], dtype=np.int64))[0])
+    def find(self, key: int) -> int:
+        """find_many of one key, by one search: for a few keys, a search each costs less than the array calls
+        around one search for all."""
+        if not 0 <= key <= 0xFFFFFFFF:
+            return -1
+        wanted = np.uint32(key)  # the table's own type: a wider key would have the whole table cast first
+        i = int(self.keys.searchsorted(wanted))
+        return i if i < self.keys.shape[0] and self.keys[i] == wanted else -1
 
     def get(self, key: int) -> Optional[int]:
         """The cluster path of a form's key, if it has one."""
-        i = self._find(key)
+        i = self.find(key)
         return int(self.paths[i]) if i >= 0 and self.paths[i] else None
 
     def codes(self, key: int) -> Tuple[int, int]:
         """The casefreq code and WordNet reading bits of a lowercase form's key (0: none)."""
-        i = self._find(key)
+        i = self.find(key)
         return (int(self.stats[i]), int(self.senses[i])) if i >= 0 else (0, 0)
 
     def keeping(self, atoms: Iterable[str]) -> "ClusterTable":
@@ -381,25 +387,18 @@ def atom_value_rows(table: ClusterTable, texts: Sequence[str], orths: Optional[n
     return out
 
 
-def _index(table: ClusterTable, folded: int) -> int:
-    """The index of one folded key in the table, -1 where it has none (find_many for one key)."""
-    key = np.uint32(folded)  # the table's own type: a wider key would have the whole table cast first
-    i = int(table.keys.searchsorted(key))
-    return i if i < table.keys.shape[0] and table.keys[i] == key else -1
-
-
 def _form_atoms(table: ClusterTable, text: str, orth: int, lower: int) -> List[int]:
     """atom_value_rows' row of one form, found by a search per key instead of one per kind of key for all:
     for the few new word types of one short doc, a batch's array calls cost more than the searches."""
     row = [0] * (len(PREFIXES) + 2)
     if table.has_stats or table.has_senses:
-        at = _index(table, fold(lower))
+        at = table.find(fold(lower))
         row[-2] = int(_CODE_VALUES[table.stats[at] if at >= 0 else 0])
         row[-1] = _reading_value(int(table.senses[at]) if at >= 0 else 0)
     path = 0
     for form in ("text", "lower", "title"):
         h = orth if form == "text" else lower if form == "lower" else get_string_id(text.title())
-        at = _index(table, fold(h))
+        at = table.find(fold(h))
         path = int(table.paths[at]) if at >= 0 else 0
         if path:
             break

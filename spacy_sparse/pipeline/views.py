@@ -109,18 +109,18 @@ class _ViewCache:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()  # a weak reference's callback may run inside a locked section
-        self._entries: "OrderedDict[int, Tuple[Any, Doc, np.ndarray, np.ndarray]]" = OrderedDict()
+        self._entries: "OrderedDict[int, Tuple[Any, Doc, np.ndarray]]" = OrderedDict()
         self._tokens = 0
 
-    def get(self, doc: Doc, words: np.ndarray) -> Optional[Tuple[Doc, np.ndarray]]:
-        """(view, keep) made of `doc` when its ORTH and SPACY were `words`, or None."""
+    def get(self, doc: Doc, words: np.ndarray) -> Optional[Doc]:
+        """The view made of `doc` when its ORTH and SPACY were `words`, or None."""
         with self._lock:
             entry = self._entries.get(id(doc))
-        if entry is None or entry[0]() is not doc or not np.array_equal(entry[3], words):
+        if entry is None or entry[0]() is not doc or not np.array_equal(entry[2], words):
             return None
-        return entry[1], entry[2]
+        return entry[1]
 
-    def put(self, doc: Doc, view: Doc, keep: np.ndarray, words: np.ndarray) -> None:
+    def put(self, doc: Doc, view: Doc, words: np.ndarray) -> None:
         key = id(doc)
 
         def gone(_: Any, key: int = key) -> None:
@@ -128,7 +128,7 @@ class _ViewCache:
 
         with self._lock:
             self._drop(key)
-            self._entries[key] = (weakref.ref(doc, gone), view, keep, words)
+            self._entries[key] = (weakref.ref(doc, gone), view, words)
             self._tokens += len(view)
             while self._tokens > self.MAX_TOKENS and len(self._entries) > 1:
                 self._drop(next(iter(self._entries)))
@@ -156,7 +156,8 @@ class Views:
             columns = DocColumns(docs, (IS_SPACE,) + tuple(attrs))
             space = columns[IS_SPACE] != 0
         else:
-            columns = DocColumns(docs, attrs)
+            # a shared view is checked against the doc's words and spaces: SPACY comes with the one array call
+            columns = DocColumns(docs, tuple(attrs) + ((SPACY,) if shared else ()))
             rows, values, generation = columns.lex_rows(docs, lexicon)
             space = values[rows, LEX_COLUMN["is_space"]] != 0
         spaced = columns.any_per_doc(space)
@@ -177,15 +178,15 @@ class Views:
             keep = np.flatnonzero(~space[columns.doc_off[i]:columns.doc_off[i + 1]])
             view = None
             if shared and len(keep):  # (with SHARED_VIEWS: predictions, whose views no training step changes)
-                words = doc.to_array([ORTH, SPACY])
-                found = SHARED_VIEWS.get(doc, words)
-                if found is not None and np.array_equal(found[1], keep):
-                    view = found[0]
+                words = columns.rows(i)[:, [columns.attrs.index(ORTH), columns.attrs.index(SPACY)]]
+                # the same words: the same whitespace tokens (a lexeme flag), so the same `keep`
+                view = SHARED_VIEWS.get(doc, words)
+                if view is not None:
                     _carry(doc, view, keep, fresh=False)
             if view is None:
                 view = _view(doc, keep) if len(keep) else Doc(doc.vocab)
                 if shared and len(keep):
-                    SHARED_VIEWS.put(doc, view, keep, words)
+                    SHARED_VIEWS.put(doc, view, words)
             self.keep[i] = keep
             self.docs[i] = view
             if len(keep):
