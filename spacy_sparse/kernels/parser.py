@@ -211,10 +211,11 @@ def score_decision(work, t0, t1, move, slot_tok, b0, templates, tokens, arcs, we
     cur = 0  # where in `ahead` the rows of the block being added are (the next block's: LOOKAHEAD on)
     k = t0
     stop = block_end(k, t1, LOOKAHEAD)
-    state_keys(keys, k, stop, slot_tok, b0, templates, tokens, arcs, move)
-    probe_block(keys, k, stop, weights, ahead, cur)
+    prepare_keys(keys, k, stop, slot_tok, b0, templates, tokens, arcs, move, weights)
     nxt = block_end(stop, t1, LOOKAHEAD)
+    # the first block's slots are asked for before the next block's keys are made, and probed after
     prepare_keys(keys, stop, nxt, slot_tok, b0, templates, tokens, arcs, move, weights)
+    probe_block(keys, k, stop, weights, ahead, cur)
     while k < t1 and not (k > t0 and done):
         after = block_end(nxt, t1, LOOKAHEAD)
         prepare_keys(keys, nxt, after, slot_tok, b0, templates, tokens, arcs, move, weights)
