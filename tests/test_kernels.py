@@ -243,6 +243,29 @@ def test_the_word_row_cache_follows_the_model_and_the_lexicon(ewt_refs):
     assert np.array_equal(renumbered, cold(docs))
 
 
+def test_a_batch_of_known_word_types_fills_nothing(ewt_refs, monkeypatch):
+    """The word row cache fills every lexicon row below the highest it has
+    met, so a batch whose types are all known calls no filling kernel, and
+    one with a new type fills it: the labels stay those of a cold cache."""
+    from spacy_sparse.pipeline import sequence
+
+    nlp, tagger = train_tagger(ewt_refs["train"][:80], epochs=1)
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:20])]
+    tagger.predict(docs)
+    calls = []
+    for name in ("word_rows", "word_sums"):
+        orig = getattr(sequence, name)
+        monkeypatch.setattr(sequence, name, lambda *a, _o=orig, _n=name: calls.append(_n) or _o(*a))
+    known = tagger.predict(docs[3:9])[0]
+    assert calls == []
+    new = nlp.make_doc("Zyxwvut flibbertigibbet " + docs[0].text)
+    fresh = tagger.predict([new])[0]
+    assert calls == ["word_rows", "word_sums"]
+    tagger._word_rows = sequence.WordRowCache()
+    assert np.array_equal(known, tagger.predict(docs[3:9])[0])
+    assert np.array_equal(fresh, tagger.predict([new])[0])
+
+
 def test_summed_word_vectors_label_as_the_rows_do(trained, ewt_refs, monkeypatch):
     """Without a margin, the one-word templates are read as one summed vector
     per offset; the labels are those of the row-by-row path up to float

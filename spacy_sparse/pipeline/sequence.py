@@ -76,6 +76,10 @@ class WordRowCache:
     summed per word offset (word_sums), which a prediction reads instead
     (for as many types as SUMS_BYTES holds). Indexed by lexicon row; refilled from scratch when the
     model changes (training, a load) or the lexicon numbers its rows afresh.
+    Every lexicon row below `_rows_upto` (and below `_sums_upto` for the
+    sums) is filled: a lexicon adds rows in order, so a batch whose types
+    are all older costs no kernel call (a warm nlp(text) of a short
+    text spent two calls per component on finding nothing to fill).
     Only the lock holder writes: a batch fills its new types before its
     kernels read them, and other threads read only rows they filled
     themselves."""
@@ -91,6 +95,8 @@ class WordRowCache:
         self.slot_pos = np.zeros(0, dtype=np.int64)
         self.sums = NO_SUMS
         self.filled = np.zeros(0, dtype=np.bool_)
+        self._rows_upto = 0
+        self._sums_upto = 0
 
     def for_batch(self, model: SparseLinearModel, batch: DocBatch, W: np.ndarray, book: np.ndarray,
                   summed: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -107,15 +113,20 @@ class WordRowCache:
                 self.rows = np.full((0, max(1, int((self.column >= 0).sum()))), UNSET, dtype=np.int32)
                 self.slot, self.slot_pos = word_slots(self.column, model.atom_off, model.atom_pos)
                 self.sums, self.filled = NO_SUMS, np.zeros(0, dtype=np.bool_)
+                self._rows_upto = self._sums_upto = 0
             if not self.any_words:
                 return self.column, self.rows, self.slot, self.slot_pos, NO_SUMS
-            n_types = batch.lex.shape[0]
+            # the rows a lexicon has written are those up to the batch's highest (it adds rows in order, and
+            # its value table has room past them)
+            n_types = int(batch.lex_rows.max()) + 1 if batch.lex_rows.shape[0] else 0
             if self.rows.shape[0] < n_types:
                 grown = np.full((max(n_types, 2 * self.rows.shape[0]), self.rows.shape[1]), UNSET, dtype=np.int32)
                 grown[: self.rows.shape[0]] = self.rows
                 self.rows = grown
-            word_rows(batch.lex_rows, batch.lex, model.seeds, model.atom_off, model.atom_src, model.tab,
-                      model.tab_off, self.column, self.rows)
+            if self._rows_upto < n_types:
+                word_rows(np.arange(self._rows_upto, n_types), batch.lex, model.seeds, model.atom_off,
+                          model.atom_src, model.tab, model.tab_off, self.column, self.rows)
+                self._rows_upto = n_types
             if not summed:
                 return self.column, self.rows, self.slot, self.slot_pos, NO_SUMS
             n = min(self.rows.shape[0], SUMS_BYTES // (4 * self.slot_pos.shape[0] * W.shape[1]))
@@ -125,7 +136,11 @@ class WordRowCache:
                 filled = np.zeros(n, dtype=np.bool_)
                 filled[: self.filled.shape[0]] = self.filled
                 self.sums, self.filled = sums, filled
-            word_sums(batch.lex_rows, self.column, self.slot, self.rows, W, book, self.sums, self.filled)
+            upto = min(n_types, self.sums.shape[0])
+            if self._sums_upto < upto:
+                word_sums(np.arange(self._sums_upto, upto), self.column, self.slot, self.rows, W, book, self.sums,
+                          self.filled)
+                self._sums_upto = upto
             return self.column, self.rows, self.slot, self.slot_pos, self.sums
 
 
