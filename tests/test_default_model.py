@@ -167,18 +167,21 @@ def test_the_shipped_pipelines_package_and_load_by_name(kind, package, tmp_path)
 
 
 def test_the_shipped_parser_loads_with_its_dev_margin():
-    """`ship-default --set NAME.margin=...` (project.yml): the shipped components, config.cfg and the project
-    agree, for the full pipeline and the small tagger."""
+    """`ship-default --set NAME.margin=... --set NAME.margin_decay=...` (project.yml): the shipped components,
+    config.cfg and the project agree, for the full pipeline and the small tagger."""
     import srsly
 
     project = srsly.read_yaml(Path(__file__).parent.parent / "project.yml")["vars"]
-    for kind, settings in (("full", (("sparse_parser", "ship_parser_margin"), ("sparse_senter", "ship_senter_margin"),
-                                     ("sparse_tagger", "ship_tagger_margin"))),
-                           ("tagger", (("sparse_tagger", "ship_small_tagger_margin"),))):
+    for kind, settings in (("full", (("sparse_parser", "margin", "ship_parser_margin"),
+                                     ("sparse_parser", "margin_decay", "ship_parser_decay"),
+                                     ("sparse_senter", "margin", "ship_senter_margin"),
+                                     ("sparse_senter", "margin_decay", "ship_senter_decay"),
+                                     ("sparse_tagger", "margin", "ship_tagger_margin"))),
+                           ("tagger", (("sparse_tagger", "margin", "ship_small_tagger_margin"),))):
         nlp = spacy_sparse.load_default(kind)
-        for name, var in settings:
-            assert nlp.get_pipe(name).margin == float(project[var])
-            assert nlp.config["components"][name]["margin"] == float(project[var])
+        for name, setting, var in settings:
+            assert getattr(nlp.get_pipe(name), setting) == float(project[var])
+            assert nlp.config["components"][name][setting] == float(project[var])
     assert spacy_sparse.load_default().get_pipe("sparse_senter").start_bias == 0.0
 
 
