@@ -229,7 +229,7 @@ def bench_table(found: Sequence[Dict[str, Any]]) -> str:
             f"timings per run, {len(found)} run(s)."
     others = other_margins(first)
     if others:
-        text += " In every row " + ", ".join(f"{n} runs at its own margin {m:g}" for n, m in others.items()) + "."
+        text += " In every row " + ", ".join(f"{n} runs at its own margin {m}" for n, m in others.items()) + "."
     if has_cmp:
         c = [run["compare"] for run in found]
         acc = c[0].get("accuracy")
@@ -345,10 +345,18 @@ def first_pass_sentence(found: Sequence[Dict[str, Any]]) -> str:
     return text + "."
 
 
-def other_margins(result: Dict[str, Any]) -> Dict[str, float]:
-    """The margins the pipeline's other sparse components ran at in every
-    row (bench records them; none: every template)."""
-    return {n: m for n, m in (result.get("other_margins") or {}).items() if m is not None}
+def stop_rule(margin: float, decay: float = 1.0) -> str:
+    """A margin as the pages write it: with its decay, the lead after template t."""
+    return f"{margin:g}" if decay == 1.0 else f"{margin:g} × {decay:g}^t"
+
+
+def other_margins(result: Dict[str, Any]) -> Dict[str, str]:
+    """The stop rules the pipeline's other sparse components ran at in every
+    row (bench records them; none: every template; runs before it recorded
+    decays had none)."""
+    decays = result.get("other_margin_decays") or {}
+    return {n: stop_rule(m, decays.get(n, 1.0)) for n, m in (result.get("other_margins") or {}).items()
+            if m is not None}
 
 
 def sparsity_table(data: Dict[str, Any]) -> str:
@@ -527,8 +535,8 @@ def headline() -> Optional[str]:
             if margin is not None:
                 label += f" at margin {margin:g} (picked on dev)"
             elif row["margin"] is not None:
-                label += f" (margin {row['margin']:g}" + "".join(f", {n.replace('sparse_', '')} {m:g}"
-                                                              for n, m in other_margins(first).items()) + ")"
+                label += f" (margin {stop_rule(row['margin'], row['margin_decay'])}" + "".join(
+                    f", {n.replace('sparse_', '')} {m}" for n, m in other_margins(first).items()) + ")"
             scores = dict(row.get("scores") or {}, **{row["metric"]: row["accuracy"]})
             gold_scores = {}
             g = _row_index(gold[0], margin) if gold else None

@@ -270,6 +270,8 @@ def run_bench(
                               "own_margin": own[0], "own_margin_decay": own[1],
                               # the other sparse components run at these in every row
                               "other_margins": {n: p.margin for n, p in sparse_components(nlp) if p is not pipe},
+                              "other_margin_decays": {n: p.margin_decay for n, p in sparse_components(nlp)
+                                                      if p is not pipe},
                               "first_pass_words_per_second": first_pass,
                               "pipeline_bytes": directory_bytes(model),
                               "component_bytes": pipe.sparse.stats()["bytes"] if pipe.sparse is not None else None}
