@@ -220,6 +220,9 @@ def test_lifted_labels_are_lowered_in_the_output(trained, ewt_refs):
         nlp.update(train)
     docs = list(parser.pipe([plain(nlp, r) for r in refs]))
     assert not any(nonproj.DELIMITER in t.dep_ for d in docs for t in d)
+    # one doc a call takes the one-doc path of writing the parse: the same trees
+    alone = [parser(plain(nlp, r)) for r in refs]
+    assert [[(t.head.i, t.dep_) for t in d] for d in alone] == [[(t.head.i, t.dep_) for t in d] for d in docs]
 
 
 def test_recipe_setting_learns_lifted_arcs_with_plain_labels(trained, ewt_refs):

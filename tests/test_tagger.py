@@ -169,6 +169,24 @@ def test_unknown_and_missing_gold_labels_are_skipped(trained):
     assert gold[0] == tagger.labels.index("PRP") and gold[1] == -1 and gold[2] == -1
 
 
+def test_stop_thresholds_are_made_once_per_setting():
+    """The per-template stop thresholds are one array while margin, decay and
+    template count stay (a kernel call then checks no new array), and new
+    ones follow a change."""
+    tagger = spacy.blank("en").add_pipe("sparse_tagger")
+    tagger.margin, tagger.margin_decay = 20.0, 0.9
+    margin, first = tagger._stop_rule(5)
+    assert margin == 20.0 and tagger._stop_rule(5)[1] is first
+    np.testing.assert_allclose(first, 20.0 * 0.9 ** np.arange(5))
+    tagger.margin_decay = 0.8
+    np.testing.assert_allclose(tagger._stop_rule(5)[1], 20.0 * 0.8 ** np.arange(5))
+    np.testing.assert_allclose(tagger._stop_rule(3)[1], 20.0 * 0.8 ** np.arange(3))
+    tagger.margin = 10.0
+    np.testing.assert_allclose(tagger._stop_rule(3)[1], 10.0 * 0.8 ** np.arange(3))
+    tagger.margin = None
+    assert tagger._stop_rule(3) == (-1.0, None)
+
+
 def test_pos_mode_writes_upos(ewt_refs):
     nlp = spacy.blank("en")
     tagger = nlp.add_pipe("sparse_tagger", config={"annotate": "pos"})

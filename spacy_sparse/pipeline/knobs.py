@@ -18,6 +18,8 @@ class Knobs:
 
     cfg: Dict
     usage: Dict[str, int]
+    # the last stop rule made: ((margin, decay, templates), thresholds)
+    _made_rule: Optional[Tuple[Tuple[float, float, int], Optional[np.ndarray]]] = None
     _pool: SegmentPool
     _stats_lock: threading.Lock
 
@@ -44,9 +46,16 @@ class Knobs:
 
     def _stop_rule(self, n_templates: int) -> Tuple[float, Optional[np.ndarray]]:
         """(margin, thresholds) as the prediction kernels take them: margin
-        -1 for none; thresholds per template, or None for one margin."""
+        -1 for none; thresholds per template, or None for one margin. The
+        thresholds are made once per setting: a new array per call cost a
+        short nlp(text) its making and a kernel argument check (the array is
+        only read)."""
         margin = -1.0 if self.margin is None else self.margin
-        return margin, stop_margins(margin, self.margin_decay, n_templates)
+        key = (margin, self.margin_decay, n_templates)
+        made = self._made_rule
+        if made is None or made[0] != key:
+            made = self._made_rule = (key, stop_margins(margin, self.margin_decay, n_templates))
+        return margin, made[1]
 
     @property
     def min_updates(self) -> int:

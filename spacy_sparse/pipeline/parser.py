@@ -254,16 +254,17 @@ class SparseParser(SparsePipe):
         token's start set)."""
         columns = DocColumns(docs, PARSER_READS) if columns is None else columns
         batch = DocBatch(docs, self.lexicon, columns=columns)
-        known = np.append(columns.sents_complete(), False)
+        complete = columns.sents_complete()
         if whole is not None and whole.any():
-            known[: len(docs)] &= ~whole
+            complete &= ~whole
             seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
             inner = ~batch.seg_new_doc.astype(bool) & whole[seg_doc]
             batch.seg_off = np.concatenate([batch.seg_off[:-1][~inner], batch.seg_off[-1:]])
             batch.seg_new_doc = batch.seg_new_doc[~inner]
         if len(docs) == 1:  # nlp(text): every segment is the one doc's
-            single = np.full(batch.seg_new_doc.shape[0], known[0], dtype=np.uint8)
+            single = np.full(batch.seg_new_doc.shape[0], complete[0], dtype=np.uint8)
         else:
+            known = np.append(complete, False)
             seg_doc = np.searchsorted(batch.doc_off, batch.seg_off[:-1], side="right") - 1
             single = known[seg_doc].astype(np.uint8)
         return batch, np.ascontiguousarray(columns[TAG]), np.ascontiguousarray(columns[POS]), single
@@ -309,8 +310,11 @@ class SparseParser(SparsePipe):
         arr[:, 0] = (heads - np.arange(heads.shape[0])).astype(np.uint64)
         arr[:, 1] = self._dep_values[labels]
         # lifted (pseudo-projective) labels before each token: a doc with one is deprojectivized
-        lifted_upto = np.zeros(heads.shape[0] + 1, dtype=np.int64)
-        np.cumsum(self._lifted[labels], out=lifted_upto[1:])
+        lifted = self._lifted[labels]
+        many = len(docs) > 1  # nlp(text) needs no running count
+        if many:
+            lifted_upto = np.zeros(heads.shape[0] + 1, dtype=np.int64)
+            np.cumsum(lifted, out=lifted_upto[1:])
         for i, doc in enumerate(docs):
             start, end = int(doc_off[i]), int(doc_off[i + 1])
             if end == start:
@@ -319,7 +323,7 @@ class SparseParser(SparsePipe):
                 for label in self._deps:  # so the doc's own vocab can read dep_
                     doc.vocab.strings.add(label)
             doc.from_array([HEAD, DEP], arr[start:end])
-            if lifted_upto[end] > lifted_upto[start]:
+            if (lifted_upto[end] > lifted_upto[start]) if many else lifted.any():
                 nonproj.deprojectivize(doc)
 
     # ---- training --------------------------------------------------------------------
