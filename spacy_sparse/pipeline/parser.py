@@ -311,8 +311,8 @@ class SparseParser(SparsePipe):
         arr[:, 1] = self._dep_values[labels]
         # lifted (pseudo-projective) labels before each token: a doc with one is deprojectivized
         lifted = self._lifted[labels]
-        many = len(docs) > 1  # nlp(text) needs no running count
-        if many:
+        lifted_upto = None  # no lifted label at all (the recipes keep none): no running count
+        if lifted.any():
             lifted_upto = np.zeros(heads.shape[0] + 1, dtype=np.int64)
             np.cumsum(lifted, out=lifted_upto[1:])
         for i, doc in enumerate(docs):
@@ -323,7 +323,7 @@ class SparseParser(SparsePipe):
                 for label in self._deps:  # so the doc's own vocab can read dep_
                     doc.vocab.strings.add(label)
             doc.from_array([HEAD, DEP], arr[start:end])
-            if (lifted_upto[end] > lifted_upto[start]) if many else lifted.any():
+            if lifted_upto is not None and lifted_upto[end] > lifted_upto[start]:
                 nonproj.deprojectivize(doc)
 
     # ---- training --------------------------------------------------------------------
