@@ -17,6 +17,9 @@ MIN_TOKENS_PER_THREAD = 2000
 
 ZERO = np.zeros(1, dtype=np.int64)  # the start of a one-doc batch
 NONE = np.zeros(0, dtype=np.int64)
+# seg_new_doc of a batch of one doc in one segment, and of none (the kernels only read them)
+ONE_DOC = np.ones(1, dtype=np.uint8)
+NO_SEGMENTS = np.zeros(0, dtype=np.uint8)
 
 # A training kernel gets room for every feature its batch could add: tokens x
 # decisions x templates new rows of all labels, 16 bytes a cell (weights,
@@ -136,6 +139,12 @@ class DocBatch:
         self.doc_off = columns.doc_off
         self.n_tokens = int(self.doc_off[-1])
         self.lex_rows, self.lex, self.lex_generation = columns.lex_rows(docs, lexicon)
+        if len(columns.lengths) == 1 and not (by_sents and self.n_tokens > 1 and (columns.sent_starts()[1:] == 1).any()):
+            # nlp(text) of a doc labelled whole (no sentence start past its first token, or not asked for):
+            # one segment, or none
+            self.seg_off = columns.doc_off if self.n_tokens else ZERO
+            self.seg_new_doc = ONE_DOC if self.n_tokens else NO_SEGMENTS
+            return
         one = len(columns.lengths) == 1  # nlp(text): fewer array calls, the same segments
         doc_starts = (ZERO if self.n_tokens else NONE) if one else self.doc_off[:-1][columns.lengths > 0]
         # a start set past a doc's first token means the doc has its sentences; the position after the last

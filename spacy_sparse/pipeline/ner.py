@@ -171,8 +171,7 @@ class SparseNER(SequencePipe):
             for token, move in zip(eg.reference, _biluo_of(eg.reference)):
                 yield token.text, move
 
-    @property
-    def _hist_of(self) -> np.ndarray:
+    def _hist_values(self) -> np.ndarray:
         """A `hist` atom reads the entity type of the last move (1: outside)."""
         n = self._allowed.shape[2]
         return np.array([1] + [2 + (m - 1) // 4 for m in range(1, n)], dtype=np.uint64)

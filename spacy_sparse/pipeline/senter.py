@@ -7,7 +7,7 @@ the boundaries it is deciding), and sentence starts already on a doc (set by
 the user or an earlier component) are kept as fixed labels, as spaCy's own
 `senter` keeps them. Components after it label each sentence on its own.
 """
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import SENT_START
@@ -57,9 +57,17 @@ class SparseSenter(SequencePipe):
     def _check_task_cfg(self, cfg: Dict[str, Any]) -> None:
         check_start_bias(cfg.get("start_bias", 0.0))
 
+    # (start_bias, its label bias array) once made: a kernel argument at every call, made once per setting
+    _bias_made: Optional[Tuple[float, np.ndarray]] = None
+
     def _label_bias(self) -> np.ndarray:
         bias = self.start_bias
-        return np.array([0.0, bias], dtype=np.float32) if bias else NO_BIAS
+        if not bias:
+            return NO_BIAS
+        made = self._bias_made
+        if made is None or made[0] != bias:
+            made = self._bias_made = (bias, np.array([0.0, bias], dtype=np.float32))
+        return made[1]
 
     def add_label(self, label: str) -> int:
         """The labels are fixed ("I", "S"); adding one of them is a no-op."""

@@ -168,8 +168,19 @@ class SequencePipe(SparsePipe):
         one_word = word_columns(*compile_templates(parse_templates(templates))) >= 0
         return [t for t, w in zip(templates, one_word) if w] + [t for t, w in zip(templates, one_word) if not w]
 
+    # (the label mask it was made for, _hist_values) once made
+    _hist_made: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
     @property
     def _hist_of(self) -> np.ndarray:
+        """_hist_values, made once per label mask: the kernels take it at
+        every call, and a new array each time was checked anew."""
+        made = self._hist_made
+        if made is None or made[0] is not self._allowed:
+            made = self._hist_made = (self._allowed, self._hist_values())
+        return made[1]
+
+    def _hist_values(self) -> np.ndarray:
         """Value a `hist` atom reads per label: the label itself (+1)."""
         return np.arange(1, self._allowed.shape[2] + 1, dtype=np.uint64)
 

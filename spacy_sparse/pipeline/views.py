@@ -31,6 +31,8 @@ from ..codes import LEX_COLUMN
 from ..lexicon import Lexicon
 from .batching import DocColumns
 
+IS_SPACE_COLUMN = LEX_COLUMN["is_space"]
+
 # the class of the whitespace after a token, as `space` atoms read it; a doc
 # without whitespace tokens gives SPACY itself (GAP_NONE or GAP_SPACES)
 GAP_NONE, GAP_SPACES, GAP_LINE, GAP_BLANK_LINE = 0, 1, 2, 3
@@ -159,15 +161,15 @@ class Views:
             # a shared view is checked against the doc's words and spaces: SPACY comes with the one array call
             columns = DocColumns(docs, tuple(attrs) + ((SPACY,) if shared else ()))
             rows, values, generation = columns.lex_rows(docs, lexicon)
-            space = values[rows, LEX_COLUMN["is_space"]] != 0
-        spaced = columns.any_per_doc(space)
+            space = values[rows, IS_SPACE_COLUMN] != 0
         self.sources: List[Doc] = list(docs)  # the docs the views were made of
         self.docs: List[Doc] = list(docs)
         # per doc: the positions of its words (None: the doc is its own view)
         self.keep: List[Optional[np.ndarray]] = [None] * len(self.docs)
         self.columns = columns
-        if not spaced.any():
+        if not space.any():  # most batches: no whitespace token, every doc is its own view
             return
+        spaced = columns.any_per_doc(space)
         parts = []
         for i in range(len(self.docs)):
             if not spaced[i]:

@@ -42,6 +42,7 @@ import shutil
 import sys
 import tempfile
 from importlib import metadata
+from operator import is_
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -250,6 +251,8 @@ def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optiona
                 return False
             if type(before) is not tuple or len(before) != len(parts):
                 before = (_NOTHING,) * len(parts)
+            elif all(map(is_, value, before)):  # a new group of the same members: one pass in C
+                continue
             for member_test, member, member_before in zip(parts, value, before):
                 if member is not member_before and not member_test(member):
                     return False
