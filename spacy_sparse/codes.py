@@ -25,6 +25,8 @@ LEX_ATTRS: Tuple[str, ...] = (
 )
 LEX_COLUMN: Dict[str, int] = {name: i for i, name in enumerate(LEX_ATTRS)}
 LOWER = LEX_COLUMN["lower"]  # the column the `hist` memory is keyed by
+# odd: a (word, tag) pair of hashes -> one 64-bit key of a known-pairs table (pipeline/known_words.py)
+KNOWN_PAIR_MUL = 0xD6E8FEB86659FD93
 
 # Sequence tasks (tagger, NER): non-lexical sources.
 SRC_TAG = -1   # the label predicted at an earlier position of the segment

@@ -19,7 +19,7 @@ snapshot, never mutating one a reader might hold.
 import re
 import threading
 import weakref
-from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.strings import get_string_id
@@ -27,7 +27,7 @@ from spacy.vocab import Vocab
 
 from . import clusters as word_clusters
 from .runtime.arrays import unique
-from .runtime.compiled import fill_tables, find_many
+from .runtime.compiled import fill_tables, find_words
 from .kernels.layout import capacity_for, new_table
 from .templates import LEX_ATTRS
 
@@ -46,6 +46,7 @@ _ORDER = ("orth", "lower", "norm", "shape", "pre1", "pre2", "pre3", "pre4", "suf
 if LEX_ATTRS != _ORDER + tuple(name for name, _ in word_clusters.PREFIXES) + (word_clusters.CASEFREQ,
                                                                            word_clusters.WNPOS, "is_space"):
     raise ImportError("lexicon.lexical_atoms is out of step with templates.LEX_ATTRS")
+SPACE_COLUMN = LEX_ATTRS.index("is_space")
 # the columns a component's own tables fill in: its ambiguity classes and its word clusters
 AMB_COLUMN = _ORDER.index("amb")
 LOWER_COLUMN = _ORDER.index("lower")
@@ -174,7 +175,7 @@ def join_group(lexicon: "Lexicon") -> FormGroup:
 def add_keys(tab: np.ndarray, n_after: int, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Put keys -> rows into a table of one range at slot 0 (kernels/hashing.py), in place while `n_after` keys
     keep it at most half full, else into a new, larger table holding every key; returns the table. Key 0 marks
-    an empty slot, so it is put as 1 (find_many asks for it so)."""
+    an empty slot, so it is put as 1 (the finding kernels ask for it so)."""
     keys = np.where(keys == 0, np.uint64(1), keys).astype(np.uint64)
     if 2 * n_after + 2 > tab.shape[0] // 2:
         held, held_rows = tab[0::2], tab[1::2]
@@ -185,6 +186,18 @@ def add_keys(tab: np.ndarray, n_after: int, keys: np.ndarray, rows: np.ndarray) 
     fill_tables(np.zeros(len(keys), dtype=np.int32), keys, rows, np.array([0, tab.shape[0] // 2], dtype=np.int64),
                 tab)
     return tab
+
+
+class WordRows(NamedTuple):
+    """Lexicon.find_words: the rows of a batch's tokens, the value table
+    they index, the generation of its numbering; how many tokens are
+    whitespace, and the highest row (-1: none)."""
+
+    rows: np.ndarray
+    values: np.ndarray
+    generation: int
+    spaces: int
+    top: int
 
 
 class Lexicon:
@@ -236,18 +249,25 @@ class Lexicon:
         (a consistent snapshot). The strings of new types come from the
         pipeline's vocab or, for docs made with another vocab, from
         `other_vocabs` (a hash names the same string in every vocab)."""
-        orths = np.ascontiguousarray(orths, dtype=np.uint64)
+        found = self.find_words(np.ascontiguousarray(orths, dtype=np.uint64).reshape(-1, 1), other_vocabs)
+        return found.rows, found.values, found.generation
+
+    def find_words(self, table: np.ndarray, other_vocabs: Sequence[Vocab] = ()) -> "WordRows":
+        """lookup of the ORTH hashes in column 0 of a batch's token table
+        (C-ordered uint64, as Doc.to_array gives it), with what a batch asks
+        of the rows besides: how many are whitespace, and the highest."""
         tab, values, generation = self._snapshot
-        out = np.empty(orths.shape[0], dtype=np.int64)
-        if find_many(tab, tab.shape[0] // 2, orths, out) == 0:
-            return out, values, generation
-        with self._lock:
-            tab, values, generation = self._snapshot
-            if find_many(tab, tab.shape[0] // 2, orths, out) > 0:
-                self._add(unique(orths[out < 0]), other_vocabs)
+        out = np.empty(table.shape[0], dtype=np.int64)
+        missing, spaces, top = find_words(tab, tab.shape[0] // 2, table, values, SPACE_COLUMN, out)
+        if missing:
+            with self._lock:
                 tab, values, generation = self._snapshot
-                find_many(tab, tab.shape[0] // 2, orths, out)
-        return out, values, generation
+                missing, spaces, top = find_words(tab, tab.shape[0] // 2, table, values, SPACE_COLUMN, out)
+                if missing:
+                    self._add(unique(table[:, 0][out < 0]), other_vocabs)
+                    tab, values, generation = self._snapshot
+                    missing, spaces, top = find_words(tab, tab.shape[0] // 2, table, values, SPACE_COLUMN, out)
+        return WordRows(out, values, generation, spaces, top)
 
     def _rows_of(self, orths: np.ndarray, texts: Sequence[str], other_vocabs: Sequence[Vocab]) -> np.ndarray:
         """The rows of new word types: lexical_atom_rows, from the shared

@@ -182,12 +182,16 @@ def test_nominal_arguments_of_gold_ewt_parses_head_chunks(ewt_refs):
     assert total > 1500 and found / total > 0.97
 
 
-def test_known_pairs_are_fixed_and_checked_on_load(lemma_morph, tmp_path):
+def test_known_pairs_are_fixed_and_checked_on_load(lemma_morph, ewt_refs, tmp_path):
     """Frequent (word, tag) pairs with one label in training are labelled without scoring; a pair the table
     does not hold is scored; a broken table in a saved cfg is refused."""
     import srsly
 
+    from spacy.attrs import ORTH, TAG
+
     from spacy_sparse.pipeline.batching import DocBatch, DocColumns
+    from spacy_sparse.pipeline.known_words import pair_keys
+    from spacy_sparse.runtime.arrays import find_sorted
 
     nlp, morph, lemma = lemma_morph
     docs = [Doc(nlp.vocab, words=["the", "Zorblaxes", "and", "was"], tags=["DT", "NNS", "CC", "VBD"])]
@@ -199,6 +203,15 @@ def test_known_pairs_are_fixed_and_checked_on_load(lemma_morph, tmp_path):
         assert fixed[pipe.name][0] >= 0 and fixed[pipe.name][1] == -1 and fixed[pipe.name][2] >= 0
     assert lemma.labels[fixed[lemma.name][3]] == "K3|wasbe"
     assert fixed[morph.name][3] == -1  # "was" is first or third person: its subject decides
+    # the kernel finds in a batch of EWT docs exactly the pairs the sorted table holds, each with its label
+    refs = [Doc(nlp.vocab, words=[t.text for t in d], tags=[t.tag_ for t in d]) for d in ewt_refs["dev"][:200]]
+    for pipe in (morph, lemma):
+        batch = DocBatch(refs, pipe.lexicon, pipe.by_sents, DocColumns(refs, pipe._reads(pipe.sparse)))
+        keys, labels = pipe._known_arrays()
+        wanted = pair_keys(batch.columns[ORTH], batch.columns[TAG])
+        at, hit = find_sorted(keys, wanted)
+        assert 0.3 < hit.mean() < 1.0
+        assert np.array_equal(pipe._fixed(refs, batch), np.where(hit, labels[at], -1))
     nlp.to_disk(tmp_path / "lm")
     cfg_path = tmp_path / "lm" / "sparse_lemmatizer" / "cfg"
     cfg = srsly.read_json(cfg_path)

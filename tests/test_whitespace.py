@@ -9,6 +9,7 @@ from conftest import EWT, need, read_conllu_slice
 
 import spacy_sparse
 from spacy_sparse.bench import lines_sentence_f
+from spacy_sparse.pipeline.batching import DocColumns
 from spacy_sparse.pipeline.views import GAP_BLANK_LINE, GAP_KEY, GAP_LINE, GAP_NONE, GAP_SPACES, Views
 from spacy_sparse.readers import PARAGRAPHS_KEY, in_lines, mark_paragraphs
 
@@ -194,9 +195,15 @@ def test_views_find_whitespace_through_the_lexicon_as_spacy_does(full, dev_texts
     assert [None if k is None else k.tolist() for k in by_lexicon.keep] == \
         [None if k is None else k.tolist() for k in by_flag.keep]
     assert [[t.text for t in v] for v in by_lexicon.docs] == [[t.text for t in v] for v in by_flag.docs]
-    rows, values, _ = by_lexicon.columns.looked_up[1]
+    found = by_lexicon.columns.looked_up[1]
     fresh, fresh_values, _ = tagger.lexicon.lookup(by_lexicon.columns.table[:, 0])
-    assert (values[rows] == fresh_values[fresh]).all()
+    assert (found.values[found.rows] == fresh_values[fresh]).all()
+    assert found.spaces == 0 and found.top == found.rows.max()
+    # the lookup of a whole batch counts its whitespace tokens and finds its highest row as the rows say
+    whole = tagger.lexicon.find_words(DocColumns(docs).table)
+    assert whole.spaces == sum(t.is_space for d in docs for t in d) > 100
+    assert whole.top == whole.rows.max() and (whole.rows >= 0).all()
+    assert tagger.lexicon.find_words(DocColumns([]).table).top == -1
 
 
 def annotations(doc):

@@ -142,6 +142,34 @@ def fill_tables(table_of, keys_in, vals_in, off, tab):
 
 
 @njit(cache=True, nogil=True)
+def find_words(tab, cap, table, values, space_col, out):
+    """The lexicon's rows of the word types whose ORTH hashes are column 0
+    of `table` (a batch's token columns: pipeline/batching.DocColumns), -1
+    for a type it has not met. Returns (types not met, tokens whose row
+    marks them as whitespace in values[:, space_col], the highest row met):
+    what a batch asks of its rows besides the rows themselves, counted in
+    the same pass (three numpy passes over a short sentence cost more than
+    the lookup)."""
+    n_miss = 0
+    n_space = 0
+    top = -1
+    for i in range(table.shape[0]):
+        q = table[i, 0]
+        if q == 0:
+            q = U1
+        r = table_find(tab, 0, cap, q)
+        out[i] = r
+        if r < 0:
+            n_miss += 1
+        else:
+            if values[r, space_col] != 0:
+                n_space += 1
+            if r > top:
+                top = r
+    return n_miss, n_space, top
+
+
+@njit(cache=True, nogil=True)
 def find_many(tab, cap, queries, out):
     """Look up many keys in one table at slot 0; -1 for a miss. Returns the
     number of misses."""

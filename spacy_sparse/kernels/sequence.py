@@ -20,7 +20,7 @@ spaces, a line break, a blank line; pipeline/views.py).
 import numpy as np
 from numba import njit
 
-from ..codes import LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
+from ..codes import KNOWN_PAIR_MUL, LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
 from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
 from .history import history_state, recall, remember
 from .jit import leaf
@@ -64,6 +64,25 @@ def sequence_key(t, i, start, end, templates, tokens, pred, hist):
 
 
 NO_CODES = np.zeros(0, dtype=np.uint16)  # score_block: rows are dense
+PAIR_MUL = np.uint64(KNOWN_PAIR_MUL)
+
+
+@njit(cache=True, nogil=True)
+def known_labels(keys, labels, table, orth_col, tag_col, fixed):
+    """fixed[i]: the label of token i's (ORTH, TAG) pair in the known-pairs
+    table (keys sorted, labels beside them: pipeline/known_words.py), -1 if
+    the pair is not known; the columns are those of a batch's token table.
+    Returns how many tokens have a known pair."""
+    hits = 0
+    for i in range(table.shape[0]):
+        key = table[i, orth_col] * PAIR_MUL + table[i, tag_col]
+        at = np.searchsorted(keys, key)
+        if at < keys.shape[0] and keys[at] == key:
+            fixed[i] = labels[at]
+            hits += 1
+        else:
+            fixed[i] = -1
+    return hits
 
 
 @njit(cache=True, nogil=True)

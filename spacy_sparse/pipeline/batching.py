@@ -10,7 +10,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..runtime.arrays import unique
-from ..lexicon import Lexicon
+from ..lexicon import Lexicon, WordRows
 
 # below this many tokens per thread, threads cost more than they save
 MIN_TOKENS_PER_THREAD = 2000
@@ -30,8 +30,6 @@ NO_SEGMENTS = np.zeros(0, dtype=np.uint8)
 # spacy train's batches stay far below it.
 MAX_TRAIN_CELLS = 128_000_000
 
-# what Lexicon.lookup gives: rows, the value table they index, its generation
-LexRows = Tuple[np.ndarray, np.ndarray, int]
 
 
 def token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]]:
@@ -58,7 +56,8 @@ class DocColumns:
     read; `parts` gives the docs' arrays when the caller has them already.
     `looked_up` holds a lexicon's rows for the ORTH column once someone
     looked them up (views.Views does, to find whitespace tokens), so a
-    DocBatch with the same lexicon does not look them up again."""
+    DocBatch with the same lexicon does not look them up again. ORTH is
+    column 0 of `table` (Lexicon.find_words reads it there)."""
 
     def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (),
                  parts: Optional[List[np.ndarray]] = None):
@@ -75,14 +74,14 @@ class DocColumns:
             self.table = parts[0]
         else:
             self.table = np.concatenate(parts) if parts else np.zeros((0, len(self.attrs)), dtype=np.uint64)
-        self.looked_up: Optional[Tuple[Lexicon, LexRows]] = None
+        self.looked_up: Optional[Tuple[Lexicon, WordRows]] = None
 
-    def lex_rows(self, docs: Sequence[Doc], lexicon: Lexicon) -> LexRows:
-        """The lexicon's rows for the ORTH column (Lexicon.lookup), looked up
-        once per lexicon."""
+    def lex_rows(self, docs: Sequence[Doc], lexicon: Lexicon) -> WordRows:
+        """The lexicon's rows for the ORTH column (Lexicon.find_words),
+        looked up once per lexicon."""
         if self.looked_up is None or self.looked_up[0] is not lexicon:
             others = list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
-            self.looked_up = (lexicon, lexicon.lookup(np.ascontiguousarray(self[ORTH]), others))
+            self.looked_up = (lexicon, lexicon.find_words(self.table, others))
         return self.looked_up[1]
 
     def __getitem__(self, attr: int) -> np.ndarray:
@@ -138,7 +137,9 @@ class DocBatch:
         self.columns = columns = DocColumns(docs) if columns is None else columns
         self.doc_off = columns.doc_off
         self.n_tokens = int(self.doc_off[-1])
-        self.lex_rows, self.lex, self.lex_generation = columns.lex_rows(docs, lexicon)
+        found = columns.lex_rows(docs, lexicon)
+        self.lex_rows, self.lex, self.lex_generation = found.rows, found.values, found.generation
+        self.lex_top = found.top  # the highest lexicon row among the tokens (-1: no token)
         if len(columns.lengths) == 1 and not (by_sents and self.n_tokens > 1 and (columns.sent_starts()[1:] == 1).any()):
             # nlp(text) of a doc labelled whole (no sentence start past its first token, or not asked for):
             # one segment, or none

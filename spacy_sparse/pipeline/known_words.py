@@ -17,13 +17,14 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..checks import check_number
-from ..runtime.arrays import find_sorted
+from ..codes import KNOWN_PAIR_MUL
+from ..runtime.compiled import known_labels
 from .batching import DocBatch
 
 DEFAULT_MIN_LABEL_COUNT = 5  # training tokens a label needs (rarer edit rules and feature sets are not labels)
 MIN_KNOWN = 5  # training tokens a (word, tag) pair needs before its label is fixed
 MAX_KNOWN = 1_000_000  # a loaded table holds no more pairs than this
-PAIR_MUL = np.uint64(0xD6E8FEB86659FD93)  # odd: (word, tag) -> one 64-bit key
+PAIR_MUL = np.uint64(KNOWN_PAIR_MUL)
 NO_FIXED = np.zeros(0, dtype=np.int32)
 
 
@@ -127,8 +128,7 @@ class KnownWords:
         columns = batch.columns
         if not len(keys) or not batch.n_tokens or TAG not in columns.attrs:
             return NO_FIXED
-        wanted = pair_keys(columns[ORTH], columns[TAG])
-        at, hit = find_sorted(keys, wanted)
-        if not hit.any():
+        fixed = np.empty(batch.n_tokens, dtype=np.int32)
+        if not known_labels(keys, labels, columns.table, columns.attrs.index(ORTH), columns.attrs.index(TAG), fixed):
             return NO_FIXED
-        return np.where(hit, labels[at], -1).astype(np.int32)
+        return fixed

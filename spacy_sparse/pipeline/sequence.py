@@ -118,7 +118,7 @@ class WordRowCache:
                 return self.column, self.rows, self.slot, self.slot_pos, NO_SUMS
             # the rows a lexicon has written are those up to the batch's highest (it adds rows in order, and
             # its value table has room past them)
-            n_types = int(batch.lex_rows.max()) + 1 if batch.lex_rows.shape[0] else 0
+            n_types = batch.lex_top + 1
             if self.rows.shape[0] < n_types:
                 grown = np.full((max(n_types, 2 * self.rows.shape[0]), self.rows.shape[1]), UNSET, dtype=np.int32)
                 grown[: self.rows.shape[0]] = self.rows

@@ -28,7 +28,7 @@ from spacy.training import Example
 
 from ..runtime.arrays import unique
 from ..codes import LEX_COLUMN
-from ..lexicon import Lexicon
+from ..lexicon import Lexicon, WordRows
 from .batching import DocColumns
 
 IS_SPACE_COLUMN = LEX_COLUMN["is_space"]
@@ -160,14 +160,16 @@ class Views:
         else:
             # a shared view is checked against the doc's words and spaces: SPACY comes with the one array call
             columns = DocColumns(docs, tuple(attrs) + ((SPACY,) if shared else ()))
-            rows, values, generation = columns.lex_rows(docs, lexicon)
-            space = values[rows, IS_SPACE_COLUMN] != 0
+            found = columns.lex_rows(docs, lexicon)
+            rows, values, generation = found.rows, found.values, found.generation
+            # most batches have no whitespace token (the lookup counted them): every doc is its own view
+            space = values[rows, IS_SPACE_COLUMN] != 0 if found.spaces else None
         self.sources: List[Doc] = list(docs)  # the docs the views were made of
         self.docs: List[Doc] = list(docs)
         # per doc: the positions of its words (None: the doc is its own view)
         self.keep: List[Optional[np.ndarray]] = [None] * len(self.docs)
         self.columns = columns
-        if not space.any():  # most batches: no whitespace token, every doc is its own view
+        if space is None or not space.any():
             return
         spaced = columns.any_per_doc(space)
         parts = []
@@ -195,7 +197,9 @@ class Views:
                 parts.append(view.to_array(columns.attrs).reshape(len(view), -1))
         self.columns = DocColumns(self.docs, columns.attrs, parts)
         if lexicon is not None:  # the views' tokens are the words, in order
-            self.columns.looked_up = (lexicon, (rows[~space], values, generation))
+            words = rows[~space]
+            self.columns.looked_up = (lexicon, WordRows(words, values, generation, 0,
+                                                        int(words.max()) if words.shape[0] else -1))
 
     @property
     def trivial(self) -> bool:

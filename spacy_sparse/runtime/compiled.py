@@ -59,9 +59,9 @@ NARROW_SUFFIX = "_narrow"
 
 # The kernels that loading a model and labelling with it call (and `tag`'s writer), and their modules.
 ENTRY_KERNELS: Dict[str, str] = {
-    "fill_tables": "hashing", "find_many": "hashing",
+    "fill_tables": "hashing", "find_many": "hashing", "find_words": "hashing",
     "expand_rows": "rows", "scatter_rows": "rows", "span_tables": "rows", "narrow_table": "rows", "hot_rows": "rows",
-    "word_rows": "sequence", "word_sums": "sequence", "predict_sequence": "sequence",
+    "word_rows": "sequence", "word_sums": "sequence", "predict_sequence": "sequence", "known_labels": "sequence",
     "predict_parse": "parser", "upos_lookup": "upos",
     "find_pieces": "jsonl", "put_pieces": "jsonl", "join_pieces": "jsonl",
 }
@@ -69,7 +69,8 @@ ENTRY_KERNELS: Dict[str, str] = {
 # The kernels several owners call in turn (each sequence component, each lexicon), and the argument that tells
 # the owners apart (the same object at every call of one owner: its model's templates or seeds, its word-row
 # columns, its table): their checks remember the last call of each owner (arguments_check's `anchor`).
-ANCHORS: Dict[str, int] = {"predict_sequence": 2, "word_rows": 2, "word_sums": 1, "find_many": 0}
+ANCHORS: Dict[str, int] = {"predict_sequence": 2, "word_rows": 2, "word_sums": 1, "find_many": 0, "find_words": 0,
+                           "known_labels": 0}
 # how many owners' last calls such a check remembers (when full, it starts afresh)
 OWNERS = 16
 
@@ -370,6 +371,7 @@ def prefer(name: str) -> Callable:
 
 fill_tables = prefer("fill_tables")
 find_many = prefer("find_many")
+find_words = prefer("find_words")
 expand_rows = prefer("expand_rows")
 scatter_rows = prefer("scatter_rows")
 span_tables = prefer("span_tables")
@@ -378,6 +380,7 @@ hot_rows = prefer("hot_rows")
 word_rows = prefer("word_rows")
 word_sums = prefer("word_sums")
 predict_sequence = prefer("predict_sequence")
+known_labels = prefer("known_labels")
 predict_parse = prefer("predict_parse")
 upos_lookup = prefer("upos_lookup")
 find_pieces = prefer("find_pieces")
