@@ -154,18 +154,12 @@ def find_words(tab, cap, table, values, space_col, out):
     n_space = 0
     top = -1
     for i in range(table.shape[0]):
-        q = table[i, 0]
-        if q == 0:
-            q = U1
-        r = table_find(tab, 0, cap, q)
-        out[i] = r
+        r = out[i] = find_at_zero(tab, cap, table[i, 0])
         if r < 0:
             n_miss += 1
         else:
-            if values[r, space_col] != 0:
-                n_space += 1
-            if r > top:
-                top = r
+            n_space += values[r, space_col] != 0
+            top = max(top, r)
     return n_miss, n_space, top
 
 
@@ -175,11 +169,13 @@ def find_many(tab, cap, queries, out):
     number of misses."""
     n_miss = 0
     for i in range(queries.shape[0]):
-        q = queries[i]
-        if q == 0:
-            q = U1
-        r = table_find(tab, 0, cap, q)
-        out[i] = r
-        if r < 0:
-            n_miss += 1
+        out[i] = find_at_zero(tab, cap, queries[i])
+        n_miss += out[i] < 0
     return n_miss
+
+
+@leaf
+def find_at_zero(tab, cap, query):
+    """table_find in a table of one range at slot 0; a query 0 is asked as
+    1 (0 marks an empty slot: lexicon.add_keys puts such a key as 1)."""
+    return table_find(tab, 0, cap, query if query != 0 else U1)
