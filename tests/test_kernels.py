@@ -265,6 +265,40 @@ def test_a_batch_of_known_word_types_fills_nothing(ewt_refs, monkeypatch):
     tagger._word_rows = sequence.WordRowCache()
     assert np.array_equal(known, tagger.predict(docs[3:9])[0])
     assert np.array_equal(fresh, tagger.predict([new])[0])
+    # a batch of filled types gets the very arrays of the last call, in the same tuple; a changed model, new ones
+    cache, model = tagger._word_rows, tagger.sparse
+    batch = DocBatch(docs[3:9], tagger.lexicon)
+    W, book = model.weights(), sequence.FLOAT_ROWS
+    first = cache.for_batch(model, batch, W, book, True)
+    assert cache.for_batch(model, batch, W, book, True) is first
+    assert cache.for_batch(model, batch, W, book, False) is not first
+    model.changed()
+    again = cache.for_batch(model, batch, model.weights(), book, True)
+    n = batch.lex_top + 1
+    assert again is not first and again[1] is not first[1] and np.array_equal(again[1][:n], first[1][:n])
+
+
+def test_usage_counts_every_call_however_long_they_wait(trained, ewt_refs, monkeypatch):
+    """The template counts of many short calls are summed when read, or once enough tokens wait: the
+    totals are those of the calls, read at any point."""
+    from spacy_sparse.pipeline import knobs
+
+    nlp, tagger = trained
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:40])]
+    monkeypatch.setattr(tagger, "margin", 3.0)
+    tagger.reset_usage()
+    tagger.predict(docs)
+    whole = dict(tagger.usage)
+    assert whole["templates"] > whole["tokens"] > 0
+    for budget in (10**9, 50):  # nothing summed before a read; summed as the calls come
+        monkeypatch.setattr(knobs, "PENDING_TOKENS", budget)
+        tagger.reset_usage()
+        for i, doc in enumerate(docs):
+            tagger.predict([doc])
+            if i == 7:
+                assert tagger.usage["tokens"] == sum(len(d) for d in docs[:8])
+            assert tagger._pending_tokens <= budget
+        assert tagger.usage == whole
 
 
 def test_summed_word_vectors_label_as_the_rows_do(trained, ewt_refs, monkeypatch):

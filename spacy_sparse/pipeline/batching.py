@@ -16,7 +16,6 @@ from ..lexicon import Lexicon, WordRows
 MIN_TOKENS_PER_THREAD = 2000
 
 ZERO = np.zeros(1, dtype=np.int64)  # the start of a one-doc batch
-NONE = np.zeros(0, dtype=np.int64)
 # seg_new_doc of a batch of one doc in one segment, and of none (the kernels only read them)
 ONE_DOC = np.ones(1, dtype=np.uint8)
 NO_SEGMENTS = np.zeros(0, dtype=np.uint8)
@@ -117,6 +116,8 @@ class DocColumns:
     def sents_complete(self) -> np.ndarray:
         """Per doc, whether every token's sentence start is set (the first
         token's need not be; an empty doc: no)."""
+        if self.lengths.shape[0] == 1:  # nlp(text)
+            return np.array([self.table.shape[0] > 0 and not (self.sent_starts()[1:] == 0).any()])
         return (self.lengths > 0) & ~self._past_first(self.sent_starts() == 0)
 
 
@@ -140,25 +141,23 @@ class DocBatch:
         found = columns.lex_rows(docs, lexicon)
         self.lex_rows, self.lex, self.lex_generation = found.rows, found.values, found.generation
         self.lex_top = found.top  # the highest lexicon row among the tokens (-1: no token)
-        if len(columns.lengths) == 1 and not (by_sents and self.n_tokens > 1 and (columns.sent_starts()[1:] == 1).any()):
-            # nlp(text) of a doc labelled whole (no sentence start past its first token, or not asked for):
-            # one segment, or none
-            self.seg_off = columns.doc_off if self.n_tokens else ZERO
-            self.seg_new_doc = ONE_DOC if self.n_tokens else NO_SEGMENTS
-            return
         one = len(columns.lengths) == 1  # nlp(text): fewer array calls, the same segments
-        doc_starts = (ZERO if self.n_tokens else NONE) if one else self.doc_off[:-1][columns.lengths > 0]
         # a start set past a doc's first token means the doc has its sentences; the position after the last
         # token closes the last segment
         starts = np.zeros(self.n_tokens + 1, dtype=bool)
         if by_sents:
-            starts[:-1] = columns.sent_starts() == 1
+            np.equal(columns.sent_starts(), 1, out=starts[:-1])
+        if one and not starts[1:-1].any():  # a doc labelled whole: one segment, or none
+            self.seg_off = columns.doc_off if self.n_tokens else ZERO
+            self.seg_new_doc = ONE_DOC if self.n_tokens else NO_SEGMENTS
+            return
+        doc_starts = ZERO if one else self.doc_off[:-1][columns.lengths > 0]
         starts[doc_starts] = True
         starts[-1] = True
-        self.seg_off = np.flatnonzero(starts).astype(np.int64, copy=False)
+        self.seg_off = starts.nonzero()[0].astype(np.int64, copy=False)
         self.seg_new_doc = np.zeros(self.seg_off.shape[0] - 1, dtype=np.uint8)
         if one:
-            self.seg_new_doc[:1] = 1
+            self.seg_new_doc[0] = 1
         else:
             self.seg_new_doc[np.searchsorted(self.seg_off[:-1], doc_starts)] = 1
 
