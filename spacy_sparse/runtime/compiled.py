@@ -221,10 +221,11 @@ def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optiona
     arguments are that load's temporaries: ONE_SHOT) nothing is kept, so
     those go when the load is done (they held 40 MB of the shipped
     pipeline)."""
-    # per argument: (its check, None) or, for a group, (None, its members' checks); a group inside a group is
-    # checked whole
-    plan = [(None, tuple(_value_check(part) for part in spec["tuple"]))
-            if isinstance(spec, dict) and "tuple" in spec else (_value_check(spec), None) for spec in specs]
+    # per argument: (its check, None, 0, None), or for a group (None, its members' checks, their number, a
+    # stand-in for "no last call" of that width); a group inside a group is checked whole
+    plan = [(None, tuple(_value_check(part) for part in spec["tuple"]), len(spec["tuple"]),
+             (_NOTHING,) * len(spec["tuple"]))
+            if isinstance(spec, dict) and "tuple" in spec else (_value_check(spec), None, 0, None) for spec in specs]
     n = len(plan)
     nothing = (_NOTHING,) * n
     # [the last call's arguments, the last call per anchor object's id]
@@ -241,19 +242,19 @@ def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optiona
             before_call = last[1].get(id(owner), nothing)
             if before_call[anchor] is not owner:
                 before_call = nothing
-        for (test, parts), value, before in zip(plan, args, before_call):
+        for (test, parts, width, blank), value, before in zip(plan, args, before_call):
             if value is before:
                 continue
             if parts is None:
                 if not test(value):
                     return False
                 continue
-            if type(value) is not tuple or len(value) != len(parts):
+            if type(value) is not tuple or len(value) != width:
                 return False
-            if type(before) is not tuple or len(before) != len(parts):
-                before = (_NOTHING,) * len(parts)
-            elif all(map(is_, value, before)):  # a new group of the same members: one pass in C
-                continue
+            if before is _NOTHING:
+                before = blank
+            elif all(map(is_, value, before)):  # a new group of the same members (a group that passed has
+                continue                          # this width): one pass in C
             for member_test, member, member_before in zip(parts, value, before):
                 if member is not member_before and not member_test(member):
                     return False
