@@ -30,7 +30,6 @@ NO_SEGMENTS = np.zeros(0, dtype=np.uint8)
 MAX_TRAIN_CELLS = 128_000_000
 
 
-
 def token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]]:
     """Consecutive runs of examples with at most max_tokens predicted tokens
     each (a longer example makes a run of its own)."""

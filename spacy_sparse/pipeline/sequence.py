@@ -154,7 +154,8 @@ class WordRowCache:
 
     def _keep(self, model: SparseLinearModel, stamp: Tuple[int, int], summed: bool, out: WordArrays) -> WordArrays:
         """Remember `out` for batches whose types are all filled (the lock holder calls this)."""
-        self._done = (model, stamp, summed, self._rows_upto if not summed else min(self._rows_upto, self._sums_upto), out)
+        filled = min(self._rows_upto, self._sums_upto) if summed else self._rows_upto
+        self._done = (model, stamp, summed, filled, out)
         return out
 
 

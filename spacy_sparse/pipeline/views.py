@@ -27,11 +27,8 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..runtime.arrays import unique
-from ..codes import LEX_COLUMN
-from ..lexicon import Lexicon, WordRows
+from ..lexicon import SPACE_COLUMN, Lexicon, WordRows
 from .batching import DocColumns
-
-IS_SPACE_COLUMN = LEX_COLUMN["is_space"]
 
 # the class of the whitespace after a token, as `space` atoms read it; a doc
 # without whitespace tokens gives SPACY itself (GAP_NONE or GAP_SPACES)
@@ -163,7 +160,7 @@ class Views:
             found = columns.lex_rows(docs, lexicon)
             rows, values, generation = found.rows, found.values, found.generation
             # most batches have no whitespace token (the lookup counted them): every doc is its own view
-            space = values[rows, IS_SPACE_COLUMN] != 0 if found.spaces else None
+            space = values[rows, SPACE_COLUMN] != 0 if found.spaces else None
         self.sources: List[Doc] = list(docs)  # the docs the views were made of
         self.docs: List[Doc] = list(docs)
         # per doc: the positions of its words (None: the doc is its own view)
