@@ -2,7 +2,7 @@
 for training."""
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import ORTH, SENT_START
@@ -43,6 +43,17 @@ def token_chunks(examples: List[Example], max_tokens: int) -> List[List[Example]
         parts[-1].append(eg)
         n += size
     return parts
+
+
+def doc_spans(docs: Sequence[Doc], doc_off: np.ndarray) -> Iterator[Tuple[Doc, int, int]]:
+    """(doc, start, end) for each doc with tokens: its rows [start, end) of
+    a batch's flat arrays (doc_off as DocColumns has it), the offsets read
+    once as Python ints rather than twice a doc from the array (a batch of
+    one-line docs writes its labels doc by doc)."""
+    bounds = doc_off.tolist()
+    for doc, start, end in zip(docs, bounds, bounds[1:]):
+        if end > start:
+            yield doc, start, end
 
 
 class DocColumns:

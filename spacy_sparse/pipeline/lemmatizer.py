@@ -36,10 +36,12 @@ from ..lexicon import add_keys
 from ..runtime.compiled import find_many
 from ..word_codes import BASE_READINGS, SUFFIX_READINGS
 from .known_words import DEFAULT_MIN_LABEL_COUNT, KnownWords
+from .batching import doc_spans
 from .tagger import SparseTagger
 
 # the cache of made lemmas is emptied when it holds this many (word, rule) pairs
 MAX_CACHED = 1_000_000
+LEMMA_ATTRS = (LEMMA,)  # what the lemmatizer writes (Doc.from_array)
 MIN_STEM = 3  # dictionary_lemma: shorter stems are whole-word replacements, not suffix edits
 KEY_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd: (word, rule) -> one 64-bit cache key
 
@@ -260,6 +262,5 @@ class SparseLemmatizer(KnownWords, SparseTagger):
             return
         orth = np.concatenate([doc.to_array(ORTH) for doc in words]) if len(words) > 1 else words[0].to_array(ORTH)
         lemmas = self._lemma_values(vocab, orth, pred[: len(orth)]).reshape(-1, 1)
-        for i, doc in enumerate(docs):
-            if doc_off[i + 1] > doc_off[i]:
-                doc.from_array([LEMMA], lemmas[doc_off[i]:doc_off[i + 1]])
+        for doc, start, end in doc_spans(docs, doc_off):
+            doc.from_array(LEMMA_ATTRS, lemmas[start:end])

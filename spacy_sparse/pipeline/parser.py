@@ -35,13 +35,14 @@ from ..checks import check_number
 from ..lexicon import ambiguity_classes
 from .actions import MOVES, action_names, label_order, parse_action, split_action_names, split_columns
 from .base import SparsePipe
-from .batching import DocBatch, DocColumns
+from .batching import DocBatch, DocColumns, doc_spans
 
 BEAM_JOINT = ("beam_width above 1 needs joint actions (a template set without 'move' atoms); "
               "this parser decides moves and labels apart")
 
 # what the parser reads of each doc besides ORTH and SENT_START (batching.DocColumns)
 PARSER_READS = (TAG, POS)
+ARC_ATTRS = (HEAD, DEP)  # what the parser writes (Doc.from_array), relative heads and labels
 
 
 def _check_fraction(value: Any, what: str) -> float:
@@ -315,14 +316,11 @@ class SparseParser(SparsePipe):
         if lifted.any():
             lifted_upto = np.zeros(heads.shape[0] + 1, dtype=np.int64)
             np.cumsum(lifted, out=lifted_upto[1:])
-        for i, doc in enumerate(docs):
-            start, end = int(doc_off[i]), int(doc_off[i + 1])
-            if end == start:
-                continue
+        for doc, start, end in doc_spans(docs, doc_off):
             if doc.vocab is not self.vocab:
                 for label in self._deps:  # so the doc's own vocab can read dep_
                     doc.vocab.strings.add(label)
-            doc.from_array([HEAD, DEP], arr[start:end])
+            doc.from_array(ARC_ATTRS, arr[start:end])
             if lifted_upto is not None and lifted_upto[end] > lifted_upto[start]:
                 nonproj.deprojectivize(doc)
 

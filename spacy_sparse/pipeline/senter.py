@@ -15,9 +15,11 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from .batching import DocBatch
+from .batching import DocBatch, doc_spans
 from ..checks import check_number
 from .sequence import NO_BIAS, NO_FIXED, SequencePipe
+
+SENT_START_ATTRS = (SENT_START,)  # what the segmenter writes (Doc.from_array)
 
 # label indices, in the sorted order spaCy's senter uses too
 LABELS = ("I", "S")
@@ -117,10 +119,8 @@ class SparseSenter(SequencePipe):
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
         values = np.where(pred == START, 1, -1).astype(np.int64).view(np.uint64).reshape(-1, 1)
-        for i, doc in enumerate(docs):
-            start, end = doc_off[i], doc_off[i + 1]
-            if end > start:
-                doc.from_array([SENT_START], values[start:end])
+        for doc, start, end in doc_spans(docs, doc_off):
+            doc.from_array(SENT_START_ATTRS, values[start:end])
 
     # ---- training --------------------------------------------------------------
     def _gold(self, examples: List[Example], n_tokens: int) -> np.ndarray:

@@ -13,6 +13,7 @@ from spacy.util import registry
 from spacy.vocab import Vocab
 
 from ..runtime.arrays import find_sorted
+from .batching import doc_spans
 from .sequence import SequencePipe
 
 ANNOTATE = {"tag": TAG, "pos": POS, "morph": MORPH, "lemma": LEMMA}
@@ -96,12 +97,12 @@ class SparseTagger(SequencePipe):
         pred, doc_off = predictions
         attr = ANNOTATE[self.annotate]
         values = self._label_values[pred].reshape(-1, 1)
-        for i, doc in enumerate(docs):
-            start, end = doc_off[i], doc_off[i + 1]
+        for doc in docs:
             if doc.vocab is not self.vocab:
                 self._teach(doc.vocab)
-            if end > start:
-                doc.from_array([attr], values[start:end])
+        attrs = [attr]
+        for doc, start, end in doc_spans(docs, doc_off):
+            doc.from_array(attrs, values[start:end])
 
     def _teach(self, vocab: Vocab) -> None:
         """Make another vocab know what the labels write (so a doc of its own reads tag_)."""
