@@ -31,6 +31,7 @@ def las(parser, docs, refs):
     return parser.score([Example(d, r) for d, r in zip(out, refs)])["dep_las"]
 
 
+@pytest.mark.full  # the beam decoder's first compile takes about 20 s: the slow tier's (CI runs it)
 def test_a_beam_that_keeps_only_ties_parses_as_the_greedy_parser(greedy, trained, ewt_refs):
     # density 1: every candidate but the best is dropped, so the beam is one item scored as the greedy parser
     # scores a state (all templates when the margin does not stop it): the same parses, through other code
@@ -47,6 +48,7 @@ def test_a_beam_that_keeps_only_ties_parses_as_the_greedy_parser(greedy, trained
     parser.cfg["beam_width"], parser.cfg["beam_density"] = 1, 0.0
 
 
+@pytest.mark.full
 def test_beam_decoding_gives_trees_and_keeps_given_sentences(greedy, trained, ewt_refs):
     _, parser = greedy
     refs = ewt_refs["dev"][:20]
@@ -63,6 +65,7 @@ def test_beam_decoding_gives_trees_and_keeps_given_sentences(greedy, trained, ew
         parser.cfg["beam_width"] = 1
 
 
+@pytest.mark.full
 def test_edge_docs_with_a_beam(greedy):
     # a doc beyond MAX_BEAM_TOKENS (parsed whole: no sentence starts) takes one item, in bounded time
     nlp, parser = greedy
@@ -117,6 +120,7 @@ def test_global_training_learns_to_parse_unseen_text(trained, ewt_refs):
     assert las(parser, tagged(trained[0], refs), refs) > 0.62
 
 
+@pytest.mark.full
 def test_a_saved_beam_parser_parses_the_same_loaded_in_threads_and_in_processes(greedy, trained, ewt_refs, tmp_path):
     nlp, parser = greedy
     docs = tagged(trained[0], ewt_refs["dev"][:15], sents=False)

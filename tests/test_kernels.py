@@ -562,6 +562,7 @@ def _holds_array(numba_type) -> bool:
     return isinstance(numba_type, types.BaseTuple) and any(_holds_array(t) for t in numba_type.types)
 
 
+@pytest.mark.full  # compiles both entry kernels afresh: the slow tier's (CI runs it)
 def test_leaf_kernels_return_no_array(ewt_refs, monkeypatch):
     """Leaves run without reference counts (kernels/jit.py): one that
     returned an array or a view would hand its caller memory nothing keeps
