@@ -53,7 +53,7 @@ def saved_and_loaded(trained_pair):
 @pytest.fixture(scope="module")
 def trained_parser(trained, ewt_refs):
     """A sparse_parser trained on the 3,000 EWT sentences of the session."""
-    return saved_and_loaded(train_parser(trained[0], ewt_refs["train"]))
+    return saved_and_loaded(train_parser(trained[0], ewt_refs["train"], min_updates=4))
 
 
 def check_trees(docs):
