@@ -166,10 +166,11 @@ class SparsityCallback:
             if epoch >= st["refit_epoch"]:
                 chosen = debias_templates(pipe.sparse, sp)
                 keys = pipe.sparse.feature_keys(chosen) if sp.refit == "frozen" else None
+                key_mix = pipe.sparse.key_mix
                 pipe.cfg.update(st.pop("own_learner", {}))
                 pipe.refit(chosen)
                 if keys is not None:
-                    pipe.sparse.preset_features(keys)
+                    pipe.sparse.preset_features(keys, key_mix)
                     self.log(f"{pipe.name}: the refit learns the {sum(map(len, keys))} features selection kept")
                 st["phase"] = "train"
                 self.log(f"{pipe.name}: refit (debias) on {len(chosen)} templates: {', '.join(chosen)}")

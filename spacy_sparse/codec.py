@@ -1,9 +1,13 @@
 """The model file format: SparseLinearModel <-> a msgpack-able dict.
 
-Format 4 (what `encode` writes; `decode` reads versions 1-4):
+Format 5 (what `encode` writes for a model whose keys are made with one
+multiply per atom; one with splitmix keys is written as format 4, which
+older builds read; `decode` reads versions 1-5):
 
 - `format`, `version`, `templates` (names), `labels`, `template_features`
   (features per template, in template order);
+- `key_mix` (format 5: "multiply"): how the atoms were folded into the
+  feature keys (kernels/hashing.fold_atom); formats 1-4 hold splitmix keys;
 - `feature_key`: each template's 32-bit keys, sorted, stored as steps (the
   first whole), zipped;
 - weights, either `weights = "float"`: `row_length`, `row_label`,
@@ -30,17 +34,20 @@ from . import clusters as word_clusters
 from .fields import array_field, zipped
 from .row_groups import index_from_steps, len_dtype, names_a_label_twice, rows_grouped, steps_within
 from .runtime.compiled import expand_rows
-from .kernels.layout import ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
+from .kernels.layout import KEY_MIXES, ROWS_BAD_INDEX, ROWS_BAD_LABEL, ROWS_BAD_LENGTH, ROWS_OK
 
 if TYPE_CHECKING:
     from .model import SparseLinearModel
 
 FORMAT_NAME = "spacy-sparse-linear"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 # versions 1 (float weights only) and 2 (64-bit keys) still load; their keys
 # are folded to 32 bits as the kernels now make them. Version 3 stored keys
-# whole and codes as (label, code); version 4 stores both as steps.
-READ_VERSIONS = (1, 2, 3, 4)
+# whole and codes as (label, code); version 4 stores both as steps; version
+# 5 adds `key_mix` (a build that reads up to 4 refuses keys it would not find).
+READ_VERSIONS = (1, 2, 3, 4, 5)
+# the last version before key_mix: what a model with splitmix keys is written as
+SPLITMIX_VERSION = 4
 UINTS = (np.uint8, np.uint16, np.uint32, np.uint64)
 # most distinct weights a grouped file holds (codes fit in one byte)
 MAX_CODEBOOK = 256
@@ -116,7 +123,7 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
     class_keys = np.array(sorted(model.lex_classes), dtype=np.uint64)
     out: Dict[str, Any] = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": FORMAT_VERSION if model.key_mix != "splitmix" else SPLITMIX_VERSION,
         "templates": templates,
         "labels": list(model.labels),
         # features are stored grouped by template, in template order
@@ -128,6 +135,8 @@ def encode(model: "SparseLinearModel", grouped: Optional[bool] = None) -> Dict[s
         "class_values": zipped(np.array([model.lex_classes[k] for k in class_keys.tolist()], dtype=np.uint64),
                                 planes=False),
     }
+    if model.key_mix != "splitmix":
+        out["key_mix"] = model.key_mix
     if model.lex_clusters:
         out.update(word_clusters.encode(model.lex_clusters))
     if not grouped:
@@ -154,6 +163,7 @@ def decode(msg: Any) -> "SparseLinearModel":
     if len(msg["labels"]) > MAX_LABELS:
         raise ValueError(f"Corrupt model: {len(msg['labels']):,} labels (at most {MAX_LABELS:,})")
     model = SparseLinearModel(msg["templates"], msg["labels"])
+    model.key_mix = _key_mix(msg)
     n_tpl, n_labels = len(model.templates), len(model.labels)
     counts = array_field(msg, "template_features", (np.int64,), 1)
     if counts.shape[0] != n_tpl or np.any(counts < 0):
@@ -193,6 +203,19 @@ def decode(msg: Any) -> "SparseLinearModel":
     model.lex_classes = dict(zip(class_keys.tolist(), class_values.tolist()))
     model.lex_clusters = word_clusters.decode(msg)
     return model
+
+
+def _key_mix(msg: Dict[str, Any]) -> str:
+    """How a file's keys were made: its `key_mix` (format 5), else splitmix."""
+    if msg["version"] <= SPLITMIX_VERSION:
+        if "key_mix" in msg:
+            raise ValueError(f"Corrupt model: a version {msg['version']} file holds no key_mix")
+        return "splitmix"
+    key_mix = msg.get("key_mix")
+    if key_mix not in KEY_MIXES or key_mix == "splitmix":
+        raise ValueError(f"Corrupt model: key_mix must be \"multiply\" in a version {msg['version']} file, "
+                         f"got {key_mix!r}")
+    return key_mix
 
 
 def seal(msg: Dict[str, Any]) -> bytes:

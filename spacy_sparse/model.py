@@ -30,7 +30,7 @@ from . import codec
 from .clusters import ClusterTable
 from .runtime.guard import ReadWriteGuard
 from .runtime.compiled import fill_tables, forget_arguments
-from .kernels.layout import capacity_for, new_table
+from .kernels.layout import KEY_MIXES, KEY_MULTIPLY, capacity_for, new_table
 from .layouts import Layouts, empty_compact
 from .learner_state import AdmmPull, GroupScales
 from .runtime.mapped import release_free_heap
@@ -57,9 +57,11 @@ class SparseLinearModel(Training, Layouts):
         self.atom_off = atom_off
         self.atom_src = atom_src
         self.atom_pos = atom_pos
+        # how atoms fold into keys (layout.KEY_MIXES): a new model's way; a file says its own (codec.decode)
+        self._key_mix = KEY_MULTIPLY
         # what every kernel takes to make a template's key: (seeds, atom_off,
-        # atom_src, atom_pos) in one tuple (templates.compile_templates)
-        self.template_arrays = (seeds, atom_off, atom_src, atom_pos)
+        # atom_src, atom_pos) (templates.compile_templates) and the key mix, in one tuple
+        self.template_arrays = (seeds, atom_off, atom_src, atom_pos, self._key_mix)
         n_tpl = len(self.templates)
         self.tab_off = np.arange(n_tpl + 1, dtype=np.int64) * 8
         self.tab = new_table(int(self.tab_off[-1]))
@@ -105,6 +107,24 @@ class SparseLinearModel(Training, Layouts):
         self.lex_classes: Dict[int, int] = {}
         # word form (folded hash) -> Brown cluster path, for `clu*` atoms (clusters.py)
         self.lex_clusters = ClusterTable()
+
+    @property
+    def key_mix(self) -> str:
+        """How this model's feature keys were made: "multiply" (every model
+        made now) or "splitmix" (files of format 4 and older). Keys of one
+        way never match the other's, so it is set only while the model has
+        no features (a decoded file, or preset_features)."""
+        return KEY_MIXES[int(self._key_mix)]
+
+    @key_mix.setter
+    def key_mix(self, name: str) -> None:
+        if name not in KEY_MIXES:
+            raise ValueError(f"key_mix must be one of {KEY_MIXES}, got {name!r}")
+        if int(self.n_rows[0]) or int(self.tab_count.sum()):
+            raise ValueError("A model's key mix cannot change once it has features")
+        self._key_mix = np.int64(KEY_MIXES.index(name))
+        self.template_arrays = self.template_arrays[:4] + (self._key_mix,)
+        self.changed()
 
     # ---- shape -----------------------------------------------------------
     @property

@@ -4,7 +4,7 @@ methods, and the end of averaging.
 
 A mixin of SparseLinearModel: it reads and replaces the model's tables and rows, then calls its `changed`.
 """
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -104,9 +104,15 @@ class Training:
     def learner_params(self, adagrad: bool, lr: float) -> Tuple[Any, ...]:
         return (bool(adagrad), float(lr), int(self.min_updates), bool(self.closed), float(self.admm.pull))
 
-    def preset_features(self, keys_per_template: Sequence[np.ndarray]) -> None:
+    def preset_features(self, keys_per_template: Sequence[np.ndarray], key_mix: Optional[str] = None) -> None:
         """Make exactly these features (zero weights) and close the model
-        to any others: training only learns their weights."""
+        to any others: training only learns their weights. `key_mix`: how
+        the keys were made (SparseLinearModel.key_mix), when another model
+        made them."""
+        if key_mix is not None and key_mix != self.key_mix:
+            self.n_rows[0] = 0
+            self.tab_count[:] = 0
+            self.key_mix = key_mix
         counts = np.array([len(k) for k in keys_per_template], dtype=np.int64)
         keys = np.concatenate([np.asarray(k, dtype=np.uint64) for k in keys_per_template]) if len(counts) else \
             np.zeros(0, dtype=np.uint64)

@@ -76,7 +76,7 @@ def test_a_loaded_parser_keeps_row_keys_not_tables_once_it_predicts():
     assert tagger._tab is not None and tagger._row_keys is None
 
 def _older(msg, version):
-    """A version 1-3 float file with the content of a version 4 one: keys
+    """A version 1-3 float file with the content of a version 4 or 5 one: keys
     and ambiguity classes whole, not as zipped steps."""
     from spacy_sparse.fields import unzipped as _unzipped
     from spacy_sparse.row_groups import index_from_steps
@@ -85,6 +85,7 @@ def _older(msg, version):
     old = dict(msg, version=version, feature_key=keys.astype(np.uint32 if version == 3 else np.uint64),
                class_keys=np.cumsum(_unzipped(msg["class_keys"], "c"), dtype=np.uint64),
                class_values=_unzipped(msg["class_values"], "v"))
+    old.pop("key_mix", None)  # version 5's
     if version == 1:
         del old["weights"]
     return old
@@ -95,12 +96,58 @@ def test_float_files_and_older_versions_still_load(ewt_refs):
 
     _, tagger = train_tagger(ewt_refs["train"][:40], epochs=1)
     msg = tagger.sparse.to_dict(grouped=False)
-    assert msg["weights"] == "float" and msg["version"] == 4
+    assert msg["weights"] == "float" and msg["version"] == 5
+    # the same content as version 4, whose keys the kernels make with splitmix (only the numbers matter here)
+    v4 = dict(msg, version=4)
+    del v4["key_mix"]
+    splitmix = SparseLinearModel.from_bytes(srsly.msgpack_dumps(v4))
+    assert splitmix.key_mix == "splitmix" and splitmix.to_dict(grouped=False)["version"] == 4
     # files before version 3 hold 64-bit keys; with zero high bits they fold to themselves
     for version in (1, 2, 3):
-        again = SparseLinearModel.from_bytes(srsly.msgpack_dumps(_older(msg, version)))
-        assert again.to_bytes() == tagger.sparse.to_bytes()
+        again = SparseLinearModel.from_bytes(srsly.msgpack_dumps(_older(v4, version)))
+        assert again.to_bytes() == splitmix.to_bytes()
         assert again.lex_classes == tagger.sparse.lex_classes
+
+
+def test_a_files_key_mix_is_what_the_kernels_make_keys_with(ewt_refs):
+    """A new model folds atoms into keys with one multiply and says so in its file (version 5); the same
+    features read as splitmix keys (a version 4 file) find none of their rows, so the mix is no detail; a
+    file that names a mix its version cannot hold is refused."""
+    import srsly
+
+    nlp, tagger = train_tagger(ewt_refs["train"][:120], epochs=1)
+    model = tagger.sparse
+    assert model.key_mix == "multiply"
+    msg = model.to_dict()
+    assert msg["version"] == 5 and msg["key_mix"] == "multiply"
+    docs = [eg.predicted for eg in to_examples(nlp, ewt_refs["dev"][:60])]
+    before = tagger.predict([d.copy() for d in docs])[0]
+    gold = np.array([tagger.labels.index(t.tag_) if t.tag_ in tagger.labels else -1
+                     for r in ewt_refs["dev"][:60] for t in r])
+    assert (before == gold).mean() > 0.75
+
+    def labels_with(file_msg):
+        tagger.sparse = SparseLinearModel.from_dict(file_msg)
+        return tagger.predict([d.copy() for d in docs])[0]
+
+    assert np.array_equal(labels_with(msg), before)
+    v4 = dict(msg, version=4)
+    del v4["key_mix"]
+    assert (labels_with(v4) == gold).mean() < 0.5  # no multi-word feature is found: the word-rows guesses
+    for bad, why in ((dict(msg, key_mix="splitmix"), "key_mix"), (dict(msg, key_mix="xor"), "key_mix"),
+                     ({k: v for k, v in msg.items() if k != "key_mix"}, "key_mix"),
+                     (dict(v4, key_mix="multiply"), "holds no key_mix")):
+        with pytest.raises(ValueError, match=why):
+            SparseLinearModel.from_bytes(srsly.msgpack_dumps(bad))
+    # features taken from a splitmix model (a refit, `features = PIPELINE`) keep its keys and its mix
+    old = SparseLinearModel.from_dict(v4)
+    names = old.template_names
+    fresh = SparseLinearModel(msg["templates"], msg["labels"])
+    fresh.preset_features(old.feature_keys(names), old.key_mix)
+    assert fresh.key_mix == "splitmix"
+    assert all(np.array_equal(a, b) for a, b in zip(fresh.feature_keys(names), old.feature_keys(names)))
+    with pytest.raises(ValueError, match="once it has features"):
+        fresh.key_mix = "multiply"
 
 
 def test_version_3_grouped_files_still_load():

@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from .jit import leaf
+from .layout import KEY_MULTIPLY
 from .prefetch import prefetch_byte
 
 U1 = np.uint64(1)
@@ -33,6 +34,27 @@ def mix(h, v):
     z = (z ^ (z >> SH30)) * MUL2
     z = (z ^ (z >> SH27)) * MUL3
     return z ^ (z >> SH31)
+
+
+@leaf
+def fold_atom(h, v, key_mix):
+    """Fold atom value v into the running key h the way the model's keys
+    were made (layout.KEY_MIXES): splitmix64's finalizer per atom, or one
+    multiply per atom, whose high half key_of keeps (a multiply carries
+    every input bit upward, so the high half depends on all of them; the
+    low half is never used)."""
+    if key_mix == KEY_MULTIPLY:
+        return (h ^ v) * MUL1
+    return mix(h, v)
+
+
+@leaf
+def key_of(h, key_mix):
+    """The feature key of a running key made by fold_atom: 32 bits, never 0."""
+    if key_mix == KEY_MULTIPLY:
+        k = h >> SH32
+        return k if k != 0 else U1
+    return finish_key(h)
 
 
 @leaf

@@ -26,6 +26,13 @@ def capacity_for(n: int, max_load: float = 0.5) -> int:
     return cap
 
 
+# How a template's atoms are folded into its feature key (a model's `key_mix`, kernels/hashing.fold_atom). Every
+# model made since there was a choice mixes with one multiply per atom (splitmix64's finalizer is three dependent
+# multiplies, and a table key needs one); files of format 4 and older hold splitmix keys.
+KEY_SPLITMIX = np.int64(0)
+KEY_MULTIPLY = np.int64(1)
+KEY_MIXES = ("splitmix", "multiply")
+
 # expand_rows statuses (codec.py turns them into errors)
 ROWS_OK = 0
 ROWS_BAD_LENGTH = 1  # a row is empty or longer than the label set, or lengths and entries disagree

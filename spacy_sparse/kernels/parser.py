@@ -29,7 +29,7 @@ from numba import njit
 
 from .arc_hybrid import (action_costs, apply_move, apply_tracked, fill_valid, new_state, resolve_slots,
                          write_output)
-from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
+from .hashing import PAD_LEFT, PAD_RIGHT, fold_atom, key_of
 from .jit import leaf
 from .learner import prefix_train_step, score_counted, train_scratch
 from .scoring import (LOOKAHEAD, NEG_INF, add_block, block_end, decided, leads, margin_at, open_scores,
@@ -53,7 +53,7 @@ def state_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move):
     """Feature keys of templates t0..t1-1 in the current state (`move`: the
     move being labelled, for `move` atoms); `tokens` (structs.Tokens) and
     `arcs` (structs.Arcs) are what the atoms read."""
-    seeds, atom_off, atom_src, atom_pos = templates
+    seeds, atom_off, atom_src, atom_pos, key_mix = templates
     lex_rows, lex, tags, poss = tokens.lex_rows, tokens.lex, tokens.tags, tokens.poss
     lab, val, sets = arcs.lab, arcs.val, arcs.sets
     for t in range(t0, t1):
@@ -86,8 +86,8 @@ def state_keys(keys, t0, t1, slot_tok, b0, templates, tokens, arcs, move):
                 v = np.uint64(move + 1)
             else:  # ST_DIST
                 v = np.uint64(distance_bucket(b0 - tok))
-            h = mix(h, v)
-        keys[t] = finish_key(h)
+            h = fold_atom(h, v, key_mix)
+        keys[t] = key_of(h, key_mix)
 
 
 @leaf

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..codes import KNOWN_PAIR_MUL, LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
-from .hashing import PAD_LEFT, PAD_RIGHT, finish_key, mix
+from .hashing import PAD_LEFT, PAD_RIGHT, fold_atom, key_of
 from .history import history_state, recall, remember
 from .jit import leaf
 from .layout import UNSET
@@ -39,7 +39,7 @@ FIRST_BLOCK = 2  # templates in a token's first block (scoring.block_end)
 def sequence_key(t, i, start, end, templates, tokens, pred, hist):
     """Feature key of template t at token i of the segment [start, end);
     tokens = (lex_rows, lex, inputs)."""
-    seeds, atom_off, atom_src, atom_pos = templates
+    seeds, atom_off, atom_src, atom_pos, key_mix = templates
     lex_rows, lex, inputs = tokens
     h = seeds[t]
     for a in range(atom_off[t], atom_off[t + 1]):
@@ -59,8 +59,8 @@ def sequence_key(t, i, start, end, templates, tokens, pred, hist):
             v = inputs[p, 0]
         else:  # SRC_SPACE
             v = inputs[p, 1]
-        h = mix(h, v)
-    return finish_key(h)
+        h = fold_atom(h, v, key_mix)
+    return key_of(h, key_mix)
 
 
 NO_CODES = np.zeros(0, dtype=np.uint16)  # score_block: rows are dense
@@ -86,12 +86,13 @@ def known_labels(keys, labels, table, orth_col, tag_col, fixed):
 
 
 @njit(cache=True, nogil=True)
-def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, rows):
+def word_rows(lex_rows, lex, templates, tab, tab_off, column, rows):
     """Fill rows[w, column[t]], the row (-1: none) of one-word template t's
     feature for the word type in lexicon row w, for the types of a batch
     not filled yet (rows[w, 0] == UNSET). A type recurs (half of running
     text is its ~100 commonest words), so these keys are made and looked up
     once per type and model, not once per token."""
+    seeds, atom_off, atom_src, _, key_mix = templates
     for i in range(lex_rows.shape[0]):
         w = lex_rows[i]
         if rows[w, 0] != UNSET:
@@ -102,8 +103,8 @@ def word_rows(lex_rows, lex, seeds, atom_off, atom_src, tab, tab_off, column, ro
                 # sequence_key of a one-word template inside a segment, written out
                 h = seeds[t]
                 for a in range(atom_off[t], atom_off[t + 1]):
-                    h = mix(h, lex[w, atom_src[a]])
-                rows[w, c] = find_row(tab, tab_off, t, finish_key(h))
+                    h = fold_atom(h, lex[w, atom_src[a]], key_mix)
+                rows[w, c] = find_row(tab, tab_off, t, key_of(h, key_mix))
 
 
 @njit(cache=True, nogil=True)
@@ -200,7 +201,7 @@ def predict_sequence(tokens, segments, templates, weights, labels, words, rule, 
     one by one. Writes the label into pred and the number of templates
     scored (those in the sums included) into used.
     """
-    seeds, atom_off, atom_src, atom_pos = templates
+    seeds, atom_off, atom_src, atom_pos, key_mix = templates
     lex_rows, lex, inputs = tokens
     seg_off, seg_new_doc = segments
     tab_off, tab, W, book = weights
@@ -324,7 +325,7 @@ def train_sequence(tokens, segments, targets, templates, learning, labels, loss,
     labels (allowed, hist_of), loss (margin, objective: structs.Hinge
     without a stride, one prefix per template).
     """
-    seeds, atom_off, atom_src, atom_pos = templates
+    seeds, atom_off, atom_src, atom_pos, key_mix = templates
     lex_rows, lex, inputs = tokens
     seg_off, seg_new_doc = segments
     gold, neg_when = targets
@@ -391,7 +392,7 @@ def gold_keys(tokens, segments, gold, templates, hist_of, out):
     labels as history (out: n_tokens x n_templates): the features training
     would meet on a perfect run, for rare-feature pruning. A token without a
     gold label reads label 0 as history."""
-    seeds, atom_off, atom_src, atom_pos = templates
+    seeds, atom_off, atom_src, atom_pos, key_mix = templates
     lex_rows, lex, inputs = tokens
     seg_off, seg_new_doc = segments
     pred = np.maximum(gold, 0).astype(np.int32)

@@ -241,7 +241,7 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         except ValueError as err:
             raise ValueError(f"Cannot take the features of {self.name!r} from {pipeline}: {err}") from None
         model = self._require_model()
-        model.preset_features(saved.feature_keys(model.template_names))
+        model.preset_features(saved.feature_keys(model.template_names), saved.key_mix)
 
     def _count_types(self, get_examples: Callable[[], Iterable[Example]]) -> None:
         """Count the training data's word types, which word_dropout needs."""

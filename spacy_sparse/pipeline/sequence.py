@@ -133,8 +133,8 @@ class WordRowCache:
                 grown[: self.rows.shape[0]] = self.rows
                 self.rows = grown
             if self._rows_upto < n_types:
-                word_rows(np.arange(self._rows_upto, n_types), batch.lex, model.seeds, model.atom_off,
-                          model.atom_src, model.tab, model.tab_off, self.column, self.rows)
+                word_rows(np.arange(self._rows_upto, n_types), batch.lex, model.template_arrays, model.tab,
+                          model.tab_off, self.column, self.rows)
                 self._rows_upto = n_types
             if not summed:
                 return self._keep(model, stamp, summed, (self.column, self.rows, self.slot, self.slot_pos, NO_SUMS))
