@@ -169,19 +169,30 @@ def test_joint_tagger_parser_config_trains(corpus, tmp_path):
 
 @pytest.mark.full
 def test_small_pipeline_config_trains_a_coded_parser_over_the_shipped_components(corpus, tmp_path):
-    """configs/tagger_parser_small.cfg: the tagger and segmenter of the pipeline it is given stay byte for byte
-    (sourced, frozen), and the parser it trains ends as DC-ADMM's codes (at most 33 distinct weights) that parse."""
+    """configs/tagger_parser_small.cfg over the shipped pipeline with its annotators' training margins (`settings`,
+    as `retrain-default-parser` runs it): the tagger and segmenter stay byte for byte (sourced, frozen) with the
+    margins given, and the parser it trains ends as DC-ADMM's codes (at most 33 distinct weights) with multiply
+    keys, beside the sourced splitmix ones, and parses."""
     import spacy_sparse
 
-    source = Path(spacy_sparse.__file__).parent / "data" / "en_ewt_sparse"
+    shipped = Path(spacy_sparse.__file__).parent / "data" / "en_ewt_sparse"
+    source = tmp_path / "annotators"
+    run("spacy_sparse", "settings", "default", str(source), "--set", "sparse_tagger.margin=none",
+        "--set", "sparse_senter.margin=none", "--set", "sparse_senter.margin_decay=1")
+    proc = subprocess.run([sys.executable, "-m", "spacy_sparse", "settings", "default", str(tmp_path / "x"), "--set",
+                           "sparse_tagger.speed=2"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1 and "COMPONENT.SETTING=VALUE" in proc.stdout + proc.stderr
     out = tmp_path / "small"
     run("spacy", "train", "configs/tagger_parser_small.cfg", "--output", str(out),
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
         "--paths.pipeline", str(source), "--training.max_epochs", "3", "--training.eval_frequency", "50",
         "--training.before_update.dc_admm.start_epoch", "1", "--training.before_update.dc_admm.max_iterations", "1")
     for name in ("sparse_tagger", "sparse_senter"):
-        assert (out / "model-best" / name / "model").read_bytes() == (source / name / "model").read_bytes()
+        assert (out / "model-best" / name / "model").read_bytes() == (shipped / name / "model").read_bytes()
     nlp = spacy.load(out / "model-best")
+    assert nlp.get_pipe("sparse_tagger").margin is None and nlp.get_pipe("sparse_senter").margin_decay == 1.0
+    assert nlp.get_pipe("sparse_tagger").sparse.key_mix == "splitmix"
+    assert nlp.get_pipe("sparse_parser").sparse.key_mix == "multiply"
     stats = nlp.get_pipe("sparse_parser").sparse.stats()
     assert 1 < stats["distinct_weights"] <= 33
     meta = json.loads((out / "model-best" / "meta.json").read_text())

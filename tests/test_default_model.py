@@ -24,14 +24,15 @@ SHIPPED_TEST_ACCURACY = 0.9457  # 0.9441 before it was trained again with the UD
 # with 14 of them: 0.9623, 0.9630, 0.8068, 0.8303 (lower case 0.9432, 0.7968, 0.7584; upper case 0.9349, 0.7752,
 # 0.7360); before them: 0.9623, 0.9635, 0.8061, 0.8303 (0.9432, 0.7958, 0.7584; 0.9349, 0.7729, 0.7360); the
 # one before tag_noise: 0.9629, 0.9621, 0.8025, 0.8344; the one before the UD tokenizer: 0.9608, 0.9620, 0.8022,
-# 0.8154.
-SHIPPED_FULL = {"tag_acc": 0.9640, "pos_acc": 0.9648, "dep_las": 0.8057, "sents_f": 0.8298, "morph_acc": 0.9660,
-                "lemma_acc": 0.9744}
+# 0.8154. The parser trained again with multiply keys (test LAS 80.76 -> 80.86 on the whole of EWT test) scores
+# these docs' LAS lower: the splitmix one had 0.8057 (lower case 0.7951, upper case 0.7716), UPOS 0.9648, lemmas 0.9744.
+SHIPPED_FULL = {"tag_acc": 0.9640, "pos_acc": 0.9651, "dep_las": 0.8037, "sents_f": 0.8298, "morph_acc": 0.9660,
+                "lemma_acc": 0.9747}
 # The same docs with their text in lower and in upper case (the recipe trains on some text in one case; the
 # pipeline shipped before that: tags 0.9073 / 0.9146, LAS 0.7663 / 0.7381, sentence F 0.6944 / 0.6942; the one
 # before the UD tokenizer: 0.9427 / 0.9352, 0.7878 / 0.7666, 0.7599 / 0.7456).
-SHIPPED_RECASED = {False: {"tag_acc": 0.9433, "dep_las": 0.7951, "sents_f": 0.7395},
-                   True: {"tag_acc": 0.9364, "dep_las": 0.7716, "sents_f": 0.7258}}
+SHIPPED_RECASED = {False: {"tag_acc": 0.9433, "dep_las": 0.7940, "sents_f": 0.7395},
+                   True: {"tag_acc": 0.9364, "dep_las": 0.7750, "sents_f": 0.7258}}
 
 
 def test_full_pipeline_parses_raw_text_as_when_shipped():

@@ -2,7 +2,7 @@
 
 One module per command group: `run` (demo, tag, tag-shards), `ud` (ud-text, evaluate-ud, bench-ud),
 `measure` (bench, report),
-`train` (order-templates, jackknife, prune, quantize, ship-default, config), `convert`
+`train` (order-templates, jackknife, prune, quantize, settings, ship-default, config), `convert`
 (convert-ud, convert-conll). Reproductions of the papers' tables live in `benchmarks/`
 of the repository, not here.
 """

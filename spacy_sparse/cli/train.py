@@ -128,7 +128,8 @@ this licence:
 WordNet Release 3.0{licence}"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
-SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, compress-default, train-lemma-morph, compress-lemma-morph)"),
+SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, compress-default, train-lemma-morph, "
+                                        "compress-lemma-morph; the parser again by retrain-default-parser)"),
                  "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
@@ -156,6 +157,38 @@ def ship_settings(nlp, settings: List[str]) -> Dict[Tuple[str, str], Any]:
             raise ValueError(f"--set {setting!r}: {err}") from None
         done[(name, key)] = getattr(pipe, key)
     return done
+
+
+def save_with_settings(nlp, target: Path, settings: Dict[Tuple[str, str], Any]) -> None:
+    """Save the pipeline; its config.cfg says the settings ship_settings
+    gave, as the components' own cfg does (what they load with)."""
+    import spacy
+
+    nlp.to_disk(target)
+    if settings:
+        config = spacy.util.load_config(target / "config.cfg")
+        for (name, key), value in settings.items():
+            config["components"][name][key] = value
+        config.to_disk(target / "config.cfg")
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """Copy a pipeline with runtime settings of its sparse components
+    changed, e.g. the margins its annotating components had in training
+    (`--set sparse_tagger.margin=none`)."""
+    import spacy
+
+    from ..loading import resolve_model
+
+    nlp = spacy.load(resolve_model(args.model))
+    try:
+        settings = ship_settings(nlp, args.set)
+    except ValueError as err:
+        msg.fail(str(err))
+        return 1
+    save_with_settings(nlp, Path(args.output), settings)
+    msg.good(f"Saved {args.output} with {', '.join(f'{n}.{k}={v}' for (n, k), v in settings.items()) or 'no change'}")
+    return 0
 
 
 def cmd_ship_default(args: argparse.Namespace) -> int:
@@ -198,13 +231,7 @@ def cmd_ship_default(args: argparse.Namespace) -> int:
     target = DEFAULT_PIPELINES[args.kind]
     if target.exists():
         shutil.rmtree(target)
-    nlp.to_disk(target)
-    if settings:
-        # the component's cfg holds the settings it loads with; config.cfg says the same
-        config = spacy.util.load_config(target / "config.cfg")
-        for (name, key), value in settings.items():
-            config["components"][name][key] = value
-        config.to_disk(target / "config.cfg")
+    save_with_settings(nlp, target, settings)
     # The components read word forms from the docs they get, not from the
     # vocab: ship only the label strings, not the training corpus's word list.
     labels = {label for pipe in sparse for label in pipe.labels}
@@ -299,6 +326,13 @@ def register(sub) -> None:
     p.add_argument("--lambda0-feature", type=float, default=0.0, help="L0 term per feature: drop rows that do not pay")
     p.add_argument("--component", help="only this sparse component (default: all)")
     p.set_defaults(func=cmd_quantize)
+
+    p = sub.add_parser("settings", help="copy a pipeline with runtime settings of its sparse components changed")
+    p.add_argument("model", help="a pipeline directory, or default / default-tagger (the embedded ones)")
+    p.add_argument("output")
+    p.add_argument("--set", action="append", default=[], metavar="COMPONENT.SETTING=VALUE",
+                   help=f"one of {', '.join(SHIP_SETTINGS)} (a number, or none for a margin); repeatable")
+    p.set_defaults(func=cmd_settings)
 
     p = sub.add_parser("ship-default", help="make a trained pipeline one of the package's embedded defaults")
     p.add_argument("model")
