@@ -118,10 +118,14 @@ class SparseLinearModel(Training, Layouts):
 
     @key_mix.setter
     def key_mix(self, name: str) -> None:
-        if name not in KEY_MIXES:
-            raise ValueError(f"key_mix must be one of {KEY_MIXES}, got {name!r}")
         if int(self.n_rows[0]) or int(self.tab_count.sum()):
             raise ValueError("A model's key mix cannot change once it has features")
+        self._use_key_mix(name)
+
+    def _use_key_mix(self, name: str) -> None:
+        """Make keys the `name` way from now on (the caller sees to the features: none, or all replaced)."""
+        if name not in KEY_MIXES:
+            raise ValueError(f"key_mix must be one of {KEY_MIXES}, got {name!r}")
         self._key_mix = np.int64(KEY_MIXES.index(name))
         self.template_arrays = self.template_arrays[:4] + (self._key_mix,)
         self.changed()

@@ -109,10 +109,8 @@ class Training:
         to any others: training only learns their weights. `key_mix`: how
         the keys were made (SparseLinearModel.key_mix), when another model
         made them."""
-        if key_mix is not None and key_mix != self.key_mix:
-            self.n_rows[0] = 0
-            self.tab_count[:] = 0
-            self.key_mix = key_mix
+        if key_mix is not None:
+            self._use_key_mix(key_mix)  # every feature is replaced below
         counts = np.array([len(k) for k in keys_per_template], dtype=np.int64)
         keys = np.concatenate([np.asarray(k, dtype=np.uint64) for k in keys_per_template]) if len(counts) else \
             np.zeros(0, dtype=np.uint64)
