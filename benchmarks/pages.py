@@ -302,6 +302,10 @@ def floor_text(speeds: Sequence[Dict[str, float]], floors: Sequence[Dict[str, Di
         spread = [f[name]["spread_us_per_word"] for f in floors]
         lines = span([f[name]["lines_per_word"] for f in floors], "{:.0f}")
         mb = floors[0][name]["table_bytes"] / 1e6
+        if max(f[name]["lines_per_word"] for f in floors) < 0.5:
+            # a component that scored nothing (a segmenter given the sentence starts): no floor to compare with
+            parts.append(f"`{name}` {span(measured, '{:.2f}')} us, no template scored")
+            continue
         parts.append(f"`{name}` {span(measured, '{:.2f}')} us, floor {span(l1, '{:.2f}')} us in L1 and "
                      f"{span(spread, '{:.2f}')} us spread ({lines} lines per word over {mb:.1f} MB; the time is "
                      f"{min(measured) / max(spread):.1f}× the spread floor)")
