@@ -29,8 +29,7 @@ def capacity_for(n: int, max_load: float = 0.5) -> int:
 # How a template's atoms are folded into its feature key (a model's `key_mix`, kernels/hashing.fold_atom). Every
 # model made since there was a choice mixes with one multiply per atom (splitmix64's finalizer is three dependent
 # multiplies, and a table key needs one); files of format 4 and older hold splitmix keys.
-KEY_SPLITMIX = np.int64(0)
-KEY_MULTIPLY = np.int64(1)
+KEY_MULTIPLY = np.int64(1)  # its index in KEY_MIXES, as a kernel compares it
 KEY_MIXES = ("splitmix", "multiply")
 
 # expand_rows statuses (codec.py turns them into errors)
