@@ -133,7 +133,7 @@ def test_a_files_key_mix_is_what_the_kernels_make_keys_with(ewt_refs):
     assert np.array_equal(labels_with(msg), before)
     v4 = dict(msg, version=4)
     del v4["key_mix"]
-    assert (labels_with(v4) == gold).mean() < 0.5  # no multi-word feature is found: the word-rows guesses
+    assert (labels_with(v4) == gold).mean() < 0.5  # no feature's row is found: the labels are guesses
     for bad, why in ((dict(msg, key_mix="splitmix"), "key_mix"), (dict(msg, key_mix="xor"), "key_mix"),
                      ({k: v for k, v in msg.items() if k != "key_mix"}, "key_mix"),
                      (dict(v4, key_mix="multiply"), "holds no key_mix")):

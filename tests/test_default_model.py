@@ -25,7 +25,8 @@ SHIPPED_TEST_ACCURACY = 0.9457  # 0.9441 before it was trained again with the UD
 # 0.7360); before them: 0.9623, 0.9635, 0.8061, 0.8303 (0.9432, 0.7958, 0.7584; 0.9349, 0.7729, 0.7360); the
 # one before tag_noise: 0.9629, 0.9621, 0.8025, 0.8344; the one before the UD tokenizer: 0.9608, 0.9620, 0.8022,
 # 0.8154. The parser trained again with multiply keys (test LAS 80.76 -> 80.86 on the whole of EWT test) scores
-# these docs' LAS lower: the splitmix one had 0.8057 (lower case 0.7951, upper case 0.7716), UPOS 0.9648, lemmas 0.9744.
+# these docs' LAS lower: the splitmix one had 0.8057 (lower case 0.7951, upper case 0.7716), UPOS 0.9648, lemmas
+# 0.9744.
 SHIPPED_FULL = {"tag_acc": 0.9640, "pos_acc": 0.9651, "dep_las": 0.8037, "sents_f": 0.8298, "morph_acc": 0.9660,
                 "lemma_acc": 0.9747}
 # The same docs with their text in lower and in upper case (the recipe trains on some text in one case; the

@@ -128,8 +128,9 @@ this licence:
 WordNet Release 3.0{licence}"""
 
 # meta names: `spacy package` prefixes the language (en_ewt_sparse, en_ewt_sparse_tagger)
-SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, compress-default, train-lemma-morph, "
-                                        "compress-lemma-morph; the parser again by retrain-default-parser)"),
+SHIPPED_NAMES = {"full": ("ewt_sparse", "`spacy project run default` (train-joint, compress-default, "
+                                        "train-lemma-morph, compress-lemma-morph; the parser again by "
+                                        "retrain-default-parser)"),
                  "tagger": ("ewt_sparse_tagger", "`spacy project run train-small`")}
 
 
