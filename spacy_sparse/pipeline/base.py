@@ -323,6 +323,38 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
         self._just_trained = trained
         return losses
 
+    def __call__(self, doc: Doc) -> Doc:
+        """Label one doc (what `nlp(text)` calls): predict and set_annotations,
+        with the errors going to the component's error handler as spaCy's
+        components do. A doc that is its own view (no whitespace tokens, the
+        pipeline's vocab) is labelled without the batch's views and
+        predictions wrappers, which cost a short sentence as much as its
+        kernel; the same _predict and _set_annotations run."""
+        try:
+            if not self._label_one(doc):
+                self.set_annotations([doc], self.predict([doc]))
+            return doc
+        except Exception as e:  # noqa: BLE001 - the handler raises or logs, as TrainablePipe.__call__ does
+            self.get_error_handler()(self.name, self, [doc], e)
+        return None  # type: ignore[return-value] - an ignoring error handler leaves no doc, as in spaCy
+
+    def _label_one(self, doc: Doc) -> bool:
+        """Label `doc` as predict + set_annotations would, when it is its own
+        view and no training step just saw it; False (nothing done) otherwise.
+        A subclass whose set_annotations does more than _set_annotations does
+        the same here."""
+        model = self._require_model()
+        if self._just_trained is not None or doc.vocab is not self.vocab:
+            return False
+        docs = [doc]
+        columns = DocColumns(docs, self._reads(model))
+        if columns.lex_rows(docs, self.lexicon).spaces:
+            return False
+        with model.guard.reading():
+            predictions = self._predict(docs, model, 0, columns)
+        self._set_annotations(docs, predictions)
+        return True
+
     def predict(self, docs: Iterable[Doc]):
         """The task's predictions for a batch, made while no training step
         changes the model's arrays (guard.py).

@@ -2,7 +2,7 @@
 for training."""
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import ORTH, SENT_START
@@ -56,6 +56,19 @@ def doc_spans(docs: Sequence[Doc], doc_off: np.ndarray) -> Iterator[Tuple[Doc, i
             yield doc, start, end
 
 
+# the attributes a DocColumns reads, per tuple of attributes asked for (a few per component)
+_ATTRS: Dict[Tuple[int, ...], Tuple[int, ...]] = {}
+
+
+def _column_attrs(attrs: Sequence[int]) -> Tuple[int, ...]:
+    """ORTH, SENT_START and then `attrs`, each once."""
+    key = tuple(attrs)
+    known = _ATTRS.get(key)
+    if known is None:
+        known = _ATTRS[key] = tuple(dict.fromkeys((ORTH, SENT_START) + key))
+    return known
+
+
 class DocColumns:
     """Token attributes of a batch's docs as one flat table (doc i's tokens
     are rows doc_off[i]:doc_off[i+1]), read with one Doc.to_array per doc.
@@ -70,11 +83,12 @@ class DocColumns:
 
     def __init__(self, docs: Sequence[Doc], attrs: Sequence[int] = (),
                  parts: Optional[List[np.ndarray]] = None):
-        self.attrs = tuple(dict.fromkeys((ORTH, SENT_START) + tuple(attrs)))
-        self.lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
+        self.attrs = _column_attrs(attrs)
         if len(docs) == 1:  # nlp(text): a cumulative sum costs more than the doc's labelling
-            self.doc_off = np.array([0, self.lengths[0]], dtype=np.int64)
+            self.doc_off = np.array((0, len(docs[0])), dtype=np.int64)
+            self.lengths = self.doc_off[1:]
         else:
+            self.lengths = np.array([len(doc) for doc in docs], dtype=np.int64)
             self.doc_off = np.zeros(len(docs) + 1, dtype=np.int64)
             np.cumsum(self.lengths, out=self.doc_off[1:])
         if parts is None:
@@ -89,7 +103,8 @@ class DocColumns:
         """The lexicon's rows for the ORTH column (Lexicon.find_words),
         looked up once per lexicon."""
         if self.looked_up is None or self.looked_up[0] is not lexicon:
-            others = list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
+            others = () if len(docs) == 1 and docs[0].vocab is lexicon.vocab else \
+                list({id(d.vocab): d.vocab for d in docs if d.vocab is not lexicon.vocab}.values())
             self.looked_up = (lexicon, lexicon.find_words(self.table, others))
         return self.looked_up[1]
 
@@ -121,6 +136,8 @@ class DocColumns:
     def sents_set(self) -> np.ndarray:
         """Per doc, Doc.has_annotation("SENT_START"): a value set past the
         first token, or a doc of at most one token (a user hook aside)."""
+        if self.lengths.shape[0] == 1:  # nlp(text)
+            return np.array([self.table.shape[0] <= 1 or bool((self.sent_starts()[1:] != 0).any())])
         return self._past_first(self.sent_starts() != 0) | (self.lengths <= 1)
 
     def sents_complete(self) -> np.ndarray:
@@ -152,15 +169,15 @@ class DocBatch:
         self.lex_rows, self.lex, self.lex_generation = found.rows, found.values, found.generation
         self.lex_top = found.top  # the highest lexicon row among the tokens (-1: no token)
         one = len(columns.lengths) == 1  # nlp(text): fewer array calls, the same segments
-        # a start set past a doc's first token means the doc has its sentences; the position after the last
-        # token closes the last segment
-        starts = np.zeros(self.n_tokens + 1, dtype=bool)
-        if by_sents:
-            np.equal(columns.sent_starts(), 1, out=starts[:-1])
-        if one and not starts[1:-1].any():  # a doc labelled whole: one segment, or none
+        # a start set past a doc's first token means the doc has its sentences
+        if one and (not by_sents or not (columns.sent_starts()[1:] == 1).any()):  # labelled whole: one segment
             self.seg_off = columns.doc_off if self.n_tokens else ZERO
             self.seg_new_doc = ONE_DOC if self.n_tokens else NO_SEGMENTS
             return
+        # the position after the last token closes the last segment
+        starts = np.zeros(self.n_tokens + 1, dtype=bool)
+        if by_sents:
+            np.equal(columns.sent_starts(), 1, out=starts[:-1])
         doc_starts = ZERO if one else self.doc_off[:-1][columns.lengths > 0]
         starts[doc_starts] = True
         starts[-1] = True

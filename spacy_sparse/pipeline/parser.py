@@ -61,6 +61,10 @@ def _check_width(value: Any, what: str) -> int:
     return check_number(value, what, whole=True, low=1)
 
 
+# `single` of a batch of one doc in one segment: whether the segment must end as one tree (index: the flag)
+ONE_SEGMENT = (np.zeros(1, dtype=np.uint8), np.ones(1, dtype=np.uint8))
+
+
 class SparseParser(SparsePipe):
     """Assigns heads, dependency labels and sentence boundaries."""
 
@@ -187,6 +191,7 @@ class SparseParser(SparsePipe):
         self._alab = np.array([index[d] if d else -1 for d in deps], dtype=np.int64)
         self._dep_values = np.array([self.vocab.strings.add(d) for d in self._deps] or [0], dtype=np.uint64)
         self._lifted = np.array([nonproj.DELIMITER in d for d in self._deps] or [False], dtype=bool)
+        self._any_lifted = bool(self._lifted.any())
         self.cfg["labels"] = list(self._deps)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
@@ -255,6 +260,10 @@ class SparseParser(SparsePipe):
         token's start set)."""
         columns = DocColumns(docs, PARSER_READS) if columns is None else columns
         batch = DocBatch(docs, self.lexicon, columns=columns)
+        if len(docs) == 1 and whole is None:  # nlp(text): one doc, its segments one flag
+            single = ONE_SEGMENT[bool(columns.sents_complete()[0])] if batch.seg_new_doc.shape[0] == 1 else \
+                np.full(batch.seg_new_doc.shape[0], columns.sents_complete()[0], dtype=np.uint8)
+            return batch, np.ascontiguousarray(columns[TAG]), np.ascontiguousarray(columns[POS]), single
         complete = columns.sents_complete()
         if whole is not None and whole.any():
             complete &= ~whole
@@ -286,15 +295,18 @@ class SparseParser(SparsePipe):
             (ptab_off, ptab, W, lv, lc, book, True)
 
         width = self.beam_width
-        beam = (width, beam_gap(self.beam_density))
         if width > 1:
             if self.split:
                 raise ValueError(BEAM_JOINT)
             from ..kernels.beam import predict_parse_beam  # an option: the default pipeline loads no numba
+            beam = (width, beam_gap(self.beam_density))
 
         def parse(seg_off: np.ndarray, seg_new_doc: np.ndarray) -> None:
-            first = int(np.searchsorted(batch.seg_off, seg_off[0]))
-            segments = (seg_off, single[first:first + len(seg_off) - 1])
+            if seg_off is batch.seg_off:  # the whole batch on this thread
+                segments = (seg_off, single)
+            else:
+                first = int(np.searchsorted(batch.seg_off, seg_off[0]))
+                segments = (seg_off, single[first:first + len(seg_off) - 1])
             if width > 1:
                 predict_parse_beam(columns, segments, spec, layout, (margin, thr), beam, (heads, labels, used))
             else:
@@ -311,9 +323,9 @@ class SparseParser(SparsePipe):
         arr[:, 0] = (heads - np.arange(heads.shape[0])).astype(np.uint64)
         arr[:, 1] = self._dep_values[labels]
         # lifted (pseudo-projective) labels before each token: a doc with one is deprojectivized
-        lifted = self._lifted[labels]
         lifted_upto = None  # no lifted label at all (the recipes keep none): no running count
-        if lifted.any():
+        lifted = self._lifted[labels] if self._any_lifted else None
+        if lifted is not None and lifted.any():
             lifted_upto = np.zeros(heads.shape[0] + 1, dtype=np.int64)
             np.cumsum(lifted, out=lifted_upto[1:])
         for doc, start, end in doc_spans(docs, doc_off):

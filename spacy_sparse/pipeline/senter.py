@@ -24,6 +24,8 @@ SENT_START_ATTRS = (SENT_START,)  # what the segmenter writes (Doc.from_array)
 # label indices, in the sorted order spaCy's senter uses too
 LABELS = ("I", "S")
 INSIDE, START = 0, 1
+# the SENT_START value Doc.from_array takes per label index (-1 inside, 1 start)
+START_VALUES = np.array([-1, 1], dtype=np.int64).view(np.uint64)
 
 
 def check_start_bias(value: Any) -> float:
@@ -118,7 +120,7 @@ class SparseSenter(SequencePipe):
 
     def _set_annotations(self, docs: List[Doc], predictions) -> None:
         pred, doc_off = predictions
-        values = np.where(pred == START, 1, -1).astype(np.int64).view(np.uint64).reshape(-1, 1)
+        values = START_VALUES[pred].reshape(-1, 1)
         for doc, start, end in doc_spans(docs, doc_off):
             doc.from_array(SENT_START_ATTRS, values[start:end])
 

@@ -113,10 +113,27 @@ class SparseTagger(SequencePipe):
     def set_annotations(self, docs: Iterable[Doc], predictions) -> None:
         """Write the labels; a component whose cfg says overwrite = false leaves a value set before."""
         docs = list(docs)
-        attr = ANNOTATE[self.annotate]
-        kept = None if self.cfg.get("overwrite", True) else \
-            [doc.to_array(attr) if doc.has_annotation(self.annotate.upper()) else None for doc in docs]
+        kept = self._values_before(docs)
         super().set_annotations(docs, predictions)
+        self._restore(docs, kept)
+
+    def _label_one(self, doc: Doc) -> bool:
+        kept = self._values_before([doc])
+        if not super()._label_one(doc):
+            return False
+        self._restore([doc], kept)
+        return True
+
+    def _values_before(self, docs: List[Doc]) -> Optional[List[Optional[np.ndarray]]]:
+        """With overwrite = false, the values of the annotated attribute the docs have (None: a doc has none)."""
+        if self.cfg.get("overwrite", True):
+            return None
+        attr = ANNOTATE[self.annotate]
+        return [doc.to_array(attr) if doc.has_annotation(self.annotate.upper()) else None for doc in docs]
+
+    def _restore(self, docs: List[Doc], kept: Optional[List[Optional[np.ndarray]]]) -> None:
+        """Put back the values set before the labels were written (_values_before)."""
+        attr = ANNOTATE[self.annotate]
         for doc, before in zip(docs, kept or ()):
             if before is not None:
                 doc.from_array([attr], np.where(before != 0, before, doc.to_array(attr)).reshape(-1, 1))
