@@ -233,10 +233,31 @@ def test_made_lemmas_are_found_again_as_the_table_grows_and_start_afresh_when_fu
     for part in np.array_split(np.arange(len(keys)), 7):  # added in batches: the table grows several times
         made.add(keys[part], lemmas[part])
     found, hit = made.find(keys[::-1].copy())
-    assert hit.all() and (found == lemmas[::-1]).all()
+    assert hit is None and (found == lemmas[::-1]).all()  # every pair found
+    found, hit = made.find(np.array([keys[0], 3], dtype=np.uint64))
+    assert hit.tolist() == [True, False] and found.tolist() == [lemmas[0], 0]
     found, hit = made.find(np.array([3, 5], dtype=np.uint64))
     assert not hit.any() and (found == 0).all()
     monkeypatch.setattr(lemmatizer, "MAX_CACHED", len(keys) + 10)
     made.add(np.array([7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27], dtype=np.uint64), np.arange(1, 12, dtype=np.uint64))
     assert made.n == 11 and not made.find(keys[:3].copy())[1].any()
     assert made.find(np.array([27], dtype=np.uint64))[0][0] == 11
+
+
+def test_a_word_with_several_rules_gets_each_rules_lemma_from_the_cache():
+    """The cache's key of a (word, rule) pair keeps every bit of both: the same word under neighbouring rules
+    (`left` as a verb and as an adjective) must not share a key, made first or found again."""
+    import spacy_sparse
+    from spacy_sparse.pipeline.lemmatizer import dictionary_lemma
+
+    nlp = spacy_sparse.load_default()
+    lemmatizer = nlp.get_pipe("sparse_lemmatizer")
+    words = ["left", "saw", "was", "better", "running", "leaves", "'s", "found"]
+    n_rules = min(len(lemmatizer.labels), 40)
+    orth = np.array([nlp.vocab.strings.add(w) for w in words for _ in range(n_rules)], dtype=np.uint64)
+    labels = np.tile(np.arange(n_rules, dtype=np.int32), len(words))
+    expected = [dictionary_lemma(w, r, lemmatizer._rules, lemmatizer.lexicon.clusters)
+                for w in words for r in range(n_rules)]
+    for _ in range(2):  # made, then found in the cache
+        got = lemmatizer._lemma_values(nlp.vocab, orth, labels)
+        assert [nlp.vocab.strings[int(v)] for v in got] == expected

@@ -159,10 +159,13 @@ class MadeLemmas:
         self.lemmas = np.zeros(1, dtype=np.uint64)  # row 0 unused: rows start at 1
         self.n = 0
 
-    def find(self, pairs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """(lemma hash per pair, whether it was found)."""
+    def find(self, pairs: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """(lemma hash per pair, whether it was found; None: every pair was)."""
         rows = np.empty(pairs.shape[0], dtype=np.int64)
-        if not self.n or find_many(self.tab, self.tab.shape[0] // 2, pairs, rows) == pairs.shape[0]:
+        misses = find_many(self.tab, self.tab.shape[0] // 2, pairs, rows) if self.n else pairs.shape[0]
+        if not misses:  # the usual case once a text's common words were met
+            return self.lemmas[rows], None
+        if misses == pairs.shape[0]:
             return np.zeros(pairs.shape[0], dtype=np.uint64), np.zeros(pairs.shape[0], dtype=bool)
         hit = rows > 0
         return self.lemmas[np.where(hit, rows, 0)], hit
@@ -227,12 +230,13 @@ class SparseLemmatizer(KnownWords, SparseTagger):
         made before come from the cache (MadeLemmas); only pairs not met before are made in Python, once per
         distinct pair (the cache serves the component's own vocab: another vocab must be given each lemma
         string)."""
-        pairs = orth.astype(np.uint64) * KEY_MUL + labels.astype(np.uint64)
+        pairs = orth.astype(np.uint64, copy=False) * KEY_MUL
+        np.add(pairs, labels, out=pairs, dtype=np.uint64, casting="unsafe")  # the uint64 loop: a mixed one is float
         own_vocab = vocab is self.vocab
         with self._made_lock:
             if own_vocab:
                 out, hit = self._made.find(pairs)
-                if hit.all():  # the usual case once a text's common words were met
+                if hit is None:
                     return out
             else:
                 hit = np.zeros(len(pairs), dtype=bool)

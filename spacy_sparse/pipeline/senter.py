@@ -110,7 +110,7 @@ class SparseSenter(SequencePipe):
         stay as they are; only unset tokens are predicted."""
         cols = batch.columns
         preset = cols.sents_set()
-        if not preset.any():
+        if not (preset[0] if preset.shape[0] == 1 else preset.any()):
             return NO_FIXED
         values = np.where(np.repeat(preset, cols.lengths), cols.sent_starts(), 0)
         fixed = np.full(batch.n_tokens, -1, dtype=np.int32)

@@ -41,7 +41,7 @@ class ReadWriteGuard:
     def _leave_reading(self) -> None:
         with self._cond:
             self._readers -= 1
-            if not self._readers:
+            if not self._readers and self._waiting:  # only a writer waits for the readers to be gone
                 self._cond.notify_all()
 
     @contextmanager
