@@ -178,6 +178,45 @@ def test_arguments_are_checked_before_a_compiled_kernel_runs():
     assert not check((good, 5, True, None))
 
 
+def test_a_check_with_its_memory_agrees_with_checking_every_argument():
+    """Whatever the calls before it passed or failed, a check answers as testing each argument afresh would:
+    the memory of the last call (per owner, with an anchor) only skips tests of the very objects that passed."""
+    rng = np.random.default_rng(0)
+    array = {"array": "int64", "ndim": 1, "readonly": False}
+    frozen = {"array": "float32", "ndim": 2, "readonly": True}
+    specs = [array, {"tuple": [array, frozen, "float64", "none"]}, "int64", {"tuple": [array, "bool"]}]
+    good = [np.zeros(3, dtype=np.int64), np.zeros(5, dtype=np.int64)]
+    rows = [np.zeros((2, 3), dtype=np.float32), np.ones((1, 4), dtype=np.float32)]
+    bad = [np.zeros(3, dtype=np.int32), np.zeros((2, 2), dtype=np.int64), np.zeros(6, dtype=np.int64)[::2],
+           rows[0].T, 7, None, (1, 2)]
+
+    def pick(options):
+        return options[rng.integers(len(options))]
+
+    def call():
+        args = [pick(good), (pick(good), pick(rows), 0.5, None), 3, (pick(good), True)]
+        for _ in range(rng.integers(0, 3)):  # spoil an argument or a member now and then
+            i = int(rng.integers(len(args)))
+            if isinstance(args[i], tuple) and rng.random() < 0.7:
+                group = list(args[i])
+                group[int(rng.integers(len(group)))] = pick(bad)
+                args[i] = tuple(group) if rng.random() < 0.9 else tuple(group[:-1])
+            else:
+                args[i] = pick(bad)
+        return tuple(args)
+
+    tests = [compiled._value_check(spec) for spec in specs]
+    for anchor in (None, 0):
+        check = compiled.arguments_check(specs, anchor=anchor)
+        answers = set()
+        for _ in range(600):
+            args = call()
+            want = all(test(a) for test, a in zip(tests, args))
+            assert check(args) == want
+            answers.add(want)
+        assert answers == {True, False}
+
+
 def counted_checks(monkeypatch):
     """The ids of the values the leaf checks made from now on look at, in order."""
     seen = []

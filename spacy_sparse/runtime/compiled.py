@@ -42,7 +42,6 @@ import shutil
 import sys
 import tempfile
 from importlib import metadata
-from operator import is_
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -211,65 +210,81 @@ def arguments_check(specs: Sequence[Any], remember: bool = True, anchor: Optiona
     the same place of the last call's group, is not checked again: a
     model's arrays, templates and label masks come back at every call (in a
     new tuple around them), and checking them all made a short nlp(text)
-    spend a tenth of its time here; the loop tests identity inline, so only
-    a new object costs a call. With `anchor`, the last call is kept per
-    object in that place (up to OWNERS of them at a time): several components call
-    one kernel in turn, each with its own model's arrays. An array keeps
-    its dtype and layout for life; only its shape or writeable flag could
-    be changed in place, which nothing does to the arrays passed here. With
-    `remember` False (the kernels that run once per loaded model, whose
-    arguments are that load's temporaries: ONE_SHOT) nothing is kept, so
-    those go when the load is done (they held 40 MB of the shipped
-    pipeline)."""
-    # per argument: (its check, None, 0, None), or for a group (None, its members' checks, their number, a
-    # stand-in for "no last call" of that width); a group inside a group is checked whole
-    plan = [(None, tuple(_value_check(part) for part in spec["tuple"]), len(spec["tuple"]),
-             (_NOTHING,) * len(spec["tuple"]))
-            if isinstance(spec, dict) and "tuple" in spec else (_value_check(spec), None, 0, None) for spec in specs]
-    n = len(plan)
+    spend a tenth of its time here. With `anchor`, the last call is kept per
+    object in that place (up to OWNERS of them at a time): several
+    components call one kernel in turn, each with its own model's arrays.
+    An array keeps its dtype and layout for life; only its shape or
+    writeable flag could be changed in place, which nothing does to the
+    arrays passed here. With `remember` False (the kernels that run once per
+    loaded model, whose arguments are that load's temporaries: ONE_SHOT)
+    nothing is kept, so those go when the load is done (they held 40 MB of
+    the shipped pipeline).
+
+    The check is Python written out for the specs (_check_source): one
+    test per argument and member in a straight line, with no loop, zip or
+    tuple per call, which took about half of a check's time."""
+    n = len(specs)
     nothing = (_NOTHING,) * n
     # [the last call's arguments, the last call per anchor object's id]
     last: List[Any] = [nothing, {}]
     if remember:
         _MEMORIES.append((last, n))
+    env: Dict[str, Any] = {"last": last, "nothing": nothing, "NOTHING": _NOTHING, "OWNERS": OWNERS}
+    code = compile(_check_source(specs, remember, anchor, env), "<arguments_check>", "exec")
+    exec(code, env)  # noqa: S102 - our own text, made from the specs' shapes (no value of a spec enters it)
+    return env["check"]
 
-    def check(args: Sequence[Any]) -> bool:
-        if len(args) != n:
-            return False
-        before_call = last[0]
-        if anchor is not None:
-            owner = args[anchor]
-            before_call = last[1].get(id(owner), nothing)
-            if before_call[anchor] is not owner:
-                before_call = nothing
-        for (test, parts, width, blank), value, before in zip(plan, args, before_call):
-            if value is before:
-                continue
-            if parts is None:
-                if not test(value):
-                    return False
-                continue
-            if type(value) is not tuple or len(value) != width:
-                return False
-            if before is _NOTHING:
-                before = blank
-            elif all(map(is_, value, before)):  # a new group of the same members (a group that passed has
-                continue                          # this width): one pass in C
-            for member_test, member, member_before in zip(parts, value, before):
-                if member is not member_before and not member_test(member):
-                    return False
-        if remember:
-            if anchor is None:
-                last[0] = tuple(args)
-            else:
-                owners, key = last[1], id(args[anchor])
-                if key not in owners and len(owners) >= OWNERS:
-                    # start afresh: threads may share this check, and a new dict is one atomic step where
-                    # taking one owner out of a dict another thread writes to is not
-                    owners = last[1] = {}
-                owners[key] = tuple(args)
-        return True
-    return check
+
+def _check_source(specs: Sequence[Any], remember: bool, anchor: Optional[int], env: Dict[str, Any]) -> str:
+    """The text of a check of `specs` (arguments_check): leaf tests are the
+    functions _value_check makes, put in `env` as t<i>_<j>."""
+    lines = ["def check(args):",
+             f"    if len(args) != {len(specs)}:",
+             "        return False"]
+    if anchor is None:
+        lines.append("    b = last[0]")
+    else:
+        lines += ["    owner = args[%d]" % anchor,
+                  "    b = last[1].get(id(owner), nothing)",
+                  "    if b[%d] is not owner:" % anchor,
+                  "        b = nothing"]
+    for i, spec in enumerate(specs):
+        lines += [f"    v = args[{i}]",
+                  f"    if v is not b[{i}]:"]
+        if isinstance(spec, dict) and "tuple" in spec:
+            parts = spec["tuple"]
+            lines += [f"        if type(v) is not tuple or len(v) != {len(parts)}:",
+                      "            return False",
+                      f"        w = b[{i}]",
+                      "        if w is NOTHING:"]
+            for j, part in enumerate(parts):
+                env[f"t{i}_{j}"] = _value_check(part)
+                lines += [f"            if not t{i}_{j}(v[{j}]):",
+                          "                return False"]
+            lines.append("        else:")
+            for j in range(len(parts)):
+                # a member that is the one in the same place of the last call's group (of this width) is not
+                # checked again
+                lines += [f"            x = v[{j}]",
+                          f"            if x is not w[{j}] and not t{i}_{j}(x):",
+                          "                return False"]
+        else:
+            env[f"t{i}"] = _value_check(spec)
+            lines += [f"        if not t{i}(v):",
+                      "            return False"]
+    if remember:
+        if anchor is None:
+            lines.append("    last[0] = tuple(args)  # (the same object when args is a tuple)")
+        else:
+            lines += ["    owners = last[1]",
+                      "    key = id(owner)",
+                      "    if key not in owners and len(owners) >= OWNERS:",
+                      # start afresh: threads may share this check, and a new dict is one atomic step where taking
+                      # one owner out of a dict another thread writes to is not
+                      "        owners = last[1] = {}",
+                      "    owners[key] = tuple(args)"]
+    lines.append("    return True")
+    return "\n".join(lines) + "\n"
 
 
 # ---- loading --------------------------------------------------------------
