@@ -112,15 +112,16 @@ class KnownWords:
     def _known_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
         """The table as sorted keys and label indices (pairs whose label the model lacks left out)."""
         known = self.cfg.get("known")
+        n_labels = len(self.sparse.labels) if self.sparse is not None else len(self.labels)  # (labels: a new tuple)
         cached = self._known_cache
-        if cached is not None and cached[0] is known and cached[3] == len(self.labels):
+        if cached is not None and cached[0] is known and cached[3] == n_labels:
             return cached[1], cached[2]
         keys = np.array(known["keys"] if known else [], dtype=np.uint64)
         labels = np.array(known["labels"] if known else [], dtype=np.int32)
-        ok = labels < len(self.labels)
+        ok = labels < n_labels
         keys, labels = keys[ok], labels[ok]
         order = np.argsort(keys, kind="stable")
-        self._known_cache = (known, keys[order], labels[order], len(self.labels))
+        self._known_cache = (known, keys[order], labels[order], n_labels)
         return self._known_cache[1], self._known_cache[2]
 
     def _fixed(self, docs: List[Doc], batch: DocBatch) -> np.ndarray:
