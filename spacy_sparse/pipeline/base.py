@@ -340,9 +340,7 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
 
     def _label_one(self, doc: Doc) -> bool:
         """Label `doc` as predict + set_annotations would, when it is its own
-        view and no training step just saw it; False (nothing done) otherwise.
-        A subclass whose set_annotations does more than _set_annotations does
-        the same here."""
+        view and no training step just saw it; False (nothing done) otherwise."""
         model = self._require_model()
         if self._just_trained is not None or doc.vocab is not self.vocab:
             return False
@@ -352,8 +350,14 @@ class SparsePipe(Knobs, StoredPipe, TrainablePipe):
             return False
         with model.guard.reading():
             predictions = self._predict(docs, model, 0, columns)
-        self._set_annotations(docs, predictions)
+        self._write_one(docs, predictions)
         return True
+
+    def _write_one(self, docs: List[Doc], predictions) -> None:
+        """What set_annotations does for docs that are their own views (a
+        subclass whose set_annotations does more than _set_annotations does
+        the same here)."""
+        self._set_annotations(docs, predictions)
 
     def predict(self, docs: Iterable[Doc]):
         """The task's predictions for a batch, made while no training step

@@ -261,8 +261,9 @@ class SparseParser(SparsePipe):
         columns = DocColumns(docs, PARSER_READS) if columns is None else columns
         batch = DocBatch(docs, self.lexicon, columns=columns)
         if len(docs) == 1 and whole is None:  # nlp(text): one doc, its segments one flag
-            single = ONE_SEGMENT[bool(columns.sents_complete()[0])] if batch.seg_new_doc.shape[0] == 1 else \
-                np.full(batch.seg_new_doc.shape[0], columns.sents_complete()[0], dtype=np.uint8)
+            complete = bool(columns.sents_complete()[0])
+            single = ONE_SEGMENT[complete] if batch.seg_new_doc.shape[0] == 1 else \
+                np.full(batch.seg_new_doc.shape[0], complete, dtype=np.uint8)
             return batch, np.ascontiguousarray(columns[TAG]), np.ascontiguousarray(columns[POS]), single
         complete = columns.sents_complete()
         if whole is not None and whole.any():

@@ -117,12 +117,10 @@ class SparseTagger(SequencePipe):
         super().set_annotations(docs, predictions)
         self._restore(docs, kept)
 
-    def _label_one(self, doc: Doc) -> bool:
-        kept = self._values_before([doc])
-        if not super()._label_one(doc):
-            return False
-        self._restore([doc], kept)
-        return True
+    def _write_one(self, docs: List[Doc], predictions) -> None:
+        kept = self._values_before(docs)  # (predicting wrote nothing: the values set before are still there)
+        self._set_annotations(docs, predictions)
+        self._restore(docs, kept)
 
     def _values_before(self, docs: List[Doc]) -> Optional[List[Optional[np.ndarray]]]:
         """With overwrite = false, the values of the annotated attribute the docs have (None: a doc has none)."""
