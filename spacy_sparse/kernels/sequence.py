@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..codes import KNOWN_PAIR_MUL, LOWER, SRC_HIST, SRC_PTAG, SRC_TAG
-from .hashing import PAD_LEFT, PAD_RIGHT, fold_atom, key_of
+from .hashing import PAD_LEFT, PAD_RIGHT, fold_atom, key_of, prefetch_home
 from .history import history_state, recall, remember
 from .jit import leaf
 from .layout import UNSET
@@ -143,6 +143,13 @@ def add_word_sum(scores, vec, w, k, slot, column, type_rows, W, book):
     type_sum(vec, w, k, slot, column, type_rows, W, book)
     for y in range(scores.shape[0]):
         scores[y] += vec[y]
+
+
+@leaf
+def word_read(t, i, column, atom_off, atom_pos):
+    """The token whose word one-word template t reads at token i (its row
+    is then cached per word type), or -1 for any other template."""
+    return i + atom_pos[atom_off[t]] if column[t] >= 0 else np.int64(-1)
 
 
 @leaf
@@ -281,21 +288,30 @@ def predict_sequence(tokens, segments, templates, weights, labels, words, rule, 
                     if covered and not done and has_thresholds(thr) and lead > 1:
                         # each skipped template adds nothing but would test its own, smaller, margin
                         done, cand = leads(scores, margin_at(margin, thr, lead - 1))
+            ready = n  # templates from n to here have their keys made already, and their slots asked for
             while n < n_tpl and not (margin >= 0.0 and (n > 0 or summed) and done):
                 stop = block_end(n, n_tpl, FIRST_BLOCK) if margin >= 0.0 else n_tpl
                 for t in range(n, stop):
                     in_sum[t - n] = 0
-                    c = column[t]
-                    p = i + atom_pos[atom_off[t]] if c >= 0 else start - 1  # the word a one-word template reads
+                    p = word_read(t, i, column, atom_off, atom_pos)
                     if start <= p < end:
                         keys[t] = 0  # score_block: the row is in ahead (-1: in the sums)
                         if summed:
                             ahead[t - n] = -1
                             in_sum[t - n] = 1
                         else:
-                            ahead[t - n] = type_rows[lex_rows[p], c]
-                    else:
+                            ahead[t - n] = type_rows[lex_rows[p], column[t]]
+                    elif t >= ready:
                         keys[t] = sequence_key(t, i, start, end, templates, tokens, pred, hist)
+                if stop < n_tpl:
+                    # the next block's keys (a key reads labels of earlier tokens only) and table slots, asked for
+                    # now so that its probes find them while this block's rows are added
+                    ready = block_end(stop, n_tpl, FIRST_BLOCK)
+                    for t in range(stop, ready):
+                        p = word_read(t, i, column, atom_off, atom_pos)
+                        if not start <= p < end:
+                            keys[t] = sequence_key(t, i, start, end, templates, tokens, pred, hist)
+                            prefetch_home(tab, tab_off[t], tab_off[t + 1] - tab_off[t], keys[t])
                 k, done, cand = score_block(keys, n, stop, rows, margin, thr, scores, ahead, done, cand)
                 for j in range(k):
                     passed += in_sum[j]
